@@ -1,0 +1,375 @@
+//! Configuration: `dirthara.toml`, then the environment, then (in the CLI) flags.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::history::DEFAULT_HISTORY_TABLE;
+use crate::migration::DEFAULT_CONNECTION;
+
+/// Which lock a command takes (`locking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Locking {
+    /// `true`: the backend's native strategy (session lock on PostgreSQL and MySQL; on SQLite,
+    /// which has none, the run is refused before anything is read).
+    #[default]
+    Auto,
+    /// `false`: no lock at all. Only safe when a single runner can touch the database.
+    Off,
+    /// A named lock held by the history connection's session.
+    Session,
+    /// A lease row/document with an expiry.
+    Lease,
+}
+
+impl Locking {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" | "true" | "on" => Some(Locking::Auto),
+            "off" | "false" | "none" => Some(Locking::Off),
+            "session" => Some(Locking::Session),
+            "lease" => Some(Locking::Lease),
+            _ => None,
+        }
+    }
+}
+
+/// How long to wait for a lock another runner holds (`lock_wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockWait {
+    Forever,
+    /// Up to this long; `Duration::ZERO` fails at once.
+    For(Duration),
+}
+
+impl LockWait {
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "forever" | "inf" | "infinite" => Some(LockWait::Forever),
+            other => parse_duration(other).map(LockWait::For),
+        }
+    }
+}
+
+/// Parses `500ms`, `30s`, `5m`, `2h`, or a bare number of seconds (`0`, `30`).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: f64 = number.parse().ok()?;
+    let seconds = match unit.trim() {
+        "" | "s" | "sec" | "secs" => number,
+        "ms" => number / 1000.0,
+        "m" | "min" | "mins" => number * 60.0,
+        "h" => number * 3600.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+/// Everything a [`Migrator`](crate::Migrator) needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Directories to load migrations from, in order. An empty list loads nothing.
+    pub directories: Vec<PathBuf>,
+    pub locking: Locking,
+    /// `None`: the strategy's default (session locks wait forever, leases not at all).
+    pub lock_wait: Option<LockWait>,
+    /// Lease length for `locking = "lease"`.
+    pub lock_ttl: Duration,
+    pub history_table: String,
+    /// The connection holding the history and the lock.
+    pub history_connection: String,
+    /// Named connection URLs; `default` is `DATABASE_URL` / `--database-url`.
+    pub connections: BTreeMap<String, String>,
+    /// Refuse out-of-order pending migrations instead of warning.
+    pub strict: bool,
+    /// How long to keep retrying a database that is not reachable yet.
+    pub connect_timeout: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            directories: vec![PathBuf::from("migrations")],
+            locking: Locking::Auto,
+            lock_wait: None,
+            lock_ttl: Duration::from_secs(30 * 60),
+            history_table: DEFAULT_HISTORY_TABLE.to_string(),
+            history_connection: DEFAULT_CONNECTION.to_string(),
+            connections: BTreeMap::new(),
+            strict: false,
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The file format (`dirthara.toml`). Unknown keys are refused, so a typo is not ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    directories: Option<Vec<PathBuf>>,
+    locking: Option<toml::Value>,
+    lock_wait: Option<toml::Value>,
+    lock_ttl: Option<toml::Value>,
+    history_table: Option<String>,
+    history_connection: Option<String>,
+    connections: Option<BTreeMap<String, String>>,
+    strict: Option<bool>,
+    connect_timeout: Option<toml::Value>,
+}
+
+impl Config {
+    /// A configuration with the default connection set to `url`.
+    pub fn with_url(url: impl Into<String>) -> Self {
+        let mut config = Config::default();
+        config
+            .connections
+            .insert(DEFAULT_CONNECTION.to_string(), url.into());
+        config
+    }
+
+    /// Reads a `dirthara.toml` over these settings. Relative directories are taken from the
+    /// file's own directory, so the file means the same wherever the command is run from.
+    pub fn merge_file(&mut self, path: &Path) -> Result<()> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::config(format!("cannot read config file {}: {e}", path.display()))
+        })?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        self.merge_toml(&text, &path.display().to_string(), base)
+    }
+
+    /// Reads TOML text (see [`Config::merge_file`]); `origin` names it in errors.
+    pub fn merge_toml(&mut self, text: &str, origin: &str, base: &Path) -> Result<()> {
+        let file: ConfigFile = toml::from_str(text)
+            .map_err(|e| Error::config(format!("{origin}: {}", e.to_string().trim_end())))?;
+        let bad = |key: &str, expected: &str| {
+            Error::config(format!("{origin}: `{key}` must be {expected}"))
+        };
+        if let Some(dirs) = file.directories {
+            self.directories = dirs.into_iter().map(|d| base.join(d)).collect();
+        }
+        if let Some(value) = file.locking {
+            self.locking = match value {
+                toml::Value::Boolean(true) => Locking::Auto,
+                toml::Value::Boolean(false) => Locking::Off,
+                toml::Value::String(s) => Locking::parse(&s)
+                    .ok_or_else(|| bad("locking", "true, false, \"session\" or \"lease\""))?,
+                _ => return Err(bad("locking", "true, false, \"session\" or \"lease\"")),
+            };
+        }
+        if let Some(value) = file.lock_wait {
+            self.lock_wait = Some(
+                duration_value(&value)
+                    .map(LockWait::For)
+                    .or_else(|| value.as_str().and_then(LockWait::parse))
+                    .ok_or_else(|| {
+                        bad("lock_wait", "a duration such as \"30s\", 0, or \"forever\"")
+                    })?,
+            );
+        }
+        if let Some(value) = file.lock_ttl {
+            self.lock_ttl = duration_value(&value)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| bad("lock_ttl", "a positive duration such as \"30m\""))?;
+        }
+        if let Some(value) = file.connect_timeout {
+            self.connect_timeout = duration_value(&value)
+                .ok_or_else(|| bad("connect_timeout", "a duration such as \"30s\""))?;
+        }
+        if let Some(table) = file.history_table {
+            self.history_table = table;
+        }
+        if let Some(name) = file.history_connection {
+            self.history_connection = name;
+        }
+        if let Some(connections) = file.connections {
+            self.connections.extend(connections);
+        }
+        if let Some(strict) = file.strict {
+            self.strict = strict;
+        }
+        Ok(())
+    }
+
+    /// Applies `DATABASE_URL` and the `DIRTHARA_*` variables, read through `lookup`.
+    ///
+    /// `DIRTHARA_DIRECTORIES` is a comma-separated list; `DIRTHARA_CONNECTION_<NAME>` sets a
+    /// named connection's URL (name lower-cased).
+    pub fn merge_env(&mut self, vars: impl IntoIterator<Item = (String, String)>) -> Result<()> {
+        for (key, value) in vars {
+            let bad =
+                |expected: &str| Error::config(format!("environment variable {key}: {expected}"));
+            match key.as_str() {
+                "DATABASE_URL" => {
+                    self.connections
+                        .insert(DEFAULT_CONNECTION.to_string(), value);
+                }
+                "DIRTHARA_DIRECTORIES" => {
+                    self.directories = value
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(PathBuf::from)
+                        .collect();
+                }
+                "DIRTHARA_LOCKING" => {
+                    self.locking = Locking::parse(&value)
+                        .ok_or_else(|| bad("expected true, false, session or lease"))?
+                }
+                "DIRTHARA_LOCK_WAIT" => {
+                    self.lock_wait = Some(
+                        LockWait::parse(&value)
+                            .ok_or_else(|| bad("expected a duration such as 30s, 0, or forever"))?,
+                    )
+                }
+                "DIRTHARA_LOCK_TTL" => {
+                    self.lock_ttl = parse_duration(&value)
+                        .filter(|d| !d.is_zero())
+                        .ok_or_else(|| bad("expected a positive duration such as 30m"))?
+                }
+                "DIRTHARA_CONNECT_TIMEOUT" => {
+                    self.connect_timeout = parse_duration(&value)
+                        .ok_or_else(|| bad("expected a duration such as 30s"))?
+                }
+                "DIRTHARA_HISTORY_TABLE" => self.history_table = value,
+                "DIRTHARA_HISTORY_CONNECTION" => self.history_connection = value,
+                "DIRTHARA_STRICT" => {
+                    self.strict = matches!(value.as_str(), "1" | "true" | "yes" | "on")
+                }
+                _ => {
+                    if let Some(name) = key.strip_prefix("DIRTHARA_CONNECTION_") {
+                        self.connections.insert(name.to_ascii_lowercase(), value);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The URL of a named connection, or an error saying how to provide it.
+    pub fn connection_url(&self, name: &str) -> Result<&str> {
+        self.connections
+            .get(name)
+            .map(String::as_str)
+            .ok_or_else(|| {
+                if name == DEFAULT_CONNECTION {
+                    Error::config(
+                        "no database URL: pass --database-url (-d), set DATABASE_URL, or add \
+                     `[connections] default = \"...\"` to dirthara.toml",
+                    )
+                } else {
+                    Error::config(format!(
+                    "connection `{name}` has no URL: add `{name} = \"...\"` under [connections] in \
+                     dirthara.toml, or set DIRTHARA_CONNECTION_{}",
+                    name.to_ascii_uppercase()
+                ))
+                }
+            })
+    }
+
+    /// Checks what can be checked without a database.
+    pub fn validate(&self) -> Result<()> {
+        validate_table_name(&self.history_table)?;
+        self.connection_url(&self.history_connection)?;
+        Ok(())
+    }
+}
+
+fn duration_value(value: &toml::Value) -> Option<Duration> {
+    match value {
+        toml::Value::Integer(n) if *n >= 0 => Some(Duration::from_secs(*n as u64)),
+        toml::Value::String(s) => parse_duration(s),
+        _ => None,
+    }
+}
+
+/// History table names are spliced into SQL, so they are plain identifiers.
+pub(crate) fn validate_table_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 48
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::config(format!(
+            "history table name `{name}` is not a plain identifier: use at most 48 letters, digits \
+             and `_`, starting with a letter or `_`"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(LockWait::parse("forever"), Some(LockWait::Forever));
+    }
+
+    #[test]
+    fn file_then_env_override_in_order() {
+        let mut c = Config::default();
+        c.merge_toml(
+            "directories = [\"db/a\", \"db/b\"]\nlocking = false\nlock_wait = \"10s\"\n\
+             history_table = \"schema_history\"\n[connections]\ndefault = \"sqlite:x.db\"\nother = \"sqlite:y.db\"\n",
+            "dirthara.toml",
+            Path::new("/proj"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.directories,
+            vec![PathBuf::from("/proj/db/a"), PathBuf::from("/proj/db/b")]
+        );
+        assert_eq!(c.locking, Locking::Off);
+        assert_eq!(c.lock_wait, Some(LockWait::For(Duration::from_secs(10))));
+        c.merge_env([
+            ("DATABASE_URL".to_string(), "sqlite:z.db".to_string()),
+            ("DIRTHARA_LOCKING".to_string(), "session".to_string()),
+        ])
+        .unwrap();
+        assert_eq!(c.connection_url("default").unwrap(), "sqlite:z.db");
+        assert_eq!(c.connection_url("other").unwrap(), "sqlite:y.db");
+        assert_eq!(c.locking, Locking::Session);
+        assert_eq!(c.history_table, "schema_history");
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_key() {
+        for (text, needle) in [
+            ("locking = \"maybe\"", "`locking`"),
+            ("lock_wait = \"soon\"", "`lock_wait`"),
+            ("directorys = []", "directorys"),
+        ] {
+            let err = Config::default()
+                .merge_toml(text, "dirthara.toml", Path::new(""))
+                .unwrap_err();
+            assert_eq!(err.code(), crate::Code::ConfigError);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn table_names_must_be_identifiers() {
+        assert!(validate_table_name("dirthara_migrations").is_ok());
+        assert!(validate_table_name("x; DROP TABLE y").is_err());
+        assert!(validate_table_name("1abc").is_err());
+    }
+}

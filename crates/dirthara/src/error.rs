@@ -1,0 +1,372 @@
+//! The typed error every operation returns, with a stable code per failure kind.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::migration::Direction;
+use crate::report::StepReport;
+
+/// The stable, documented code of an error or warning (`Error [CODE]: ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Code {
+    MigrationLockHeld,
+    MigrationLockFailed,
+    LockLeaseLost,
+    LockLeaseExpired,
+    Interrupted,
+    OutOfOrder,
+    MigrationFailed,
+    DirtyMigration,
+    ChecksumMismatch,
+    MissingMigration,
+    IrreversibleMigration,
+    UnknownVersion,
+    InvalidMigration,
+    ConfigError,
+    ConnectionError,
+    HistoryError,
+}
+
+impl Code {
+    /// The code as printed: `MIGRATION_LOCK_HELD`, `CHECKSUM_MISMATCH`, ...
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::MigrationLockHeld => "MIGRATION_LOCK_HELD",
+            Code::MigrationLockFailed => "MIGRATION_LOCK_FAILED",
+            Code::LockLeaseLost => "LOCK_LEASE_LOST",
+            Code::LockLeaseExpired => "LOCK_LEASE_EXPIRED",
+            Code::Interrupted => "INTERRUPTED",
+            Code::OutOfOrder => "OUT_OF_ORDER",
+            Code::MigrationFailed => "MIGRATION_FAILED",
+            Code::DirtyMigration => "DIRTY_MIGRATION",
+            Code::ChecksumMismatch => "CHECKSUM_MISMATCH",
+            Code::MissingMigration => "MISSING_MIGRATION",
+            Code::IrreversibleMigration => "IRREVERSIBLE_MIGRATION",
+            Code::UnknownVersion => "UNKNOWN_VERSION",
+            Code::InvalidMigration => "INVALID_MIGRATION",
+            Code::ConfigError => "CONFIG_ERROR",
+            Code::ConnectionError => "CONNECTION_ERROR",
+            Code::HistoryError => "HISTORY_ERROR",
+        }
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What went wrong, with the facts a caller needs to act on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Another runner holds the lock and we may not (or no longer) wait.
+    LockHeld {
+        lock: String,
+        connection: String,
+        holder: Option<String>,
+    },
+    /// Taking or releasing the lock failed, or the backend cannot lock.
+    LockFailed {
+        lock: String,
+        connection: String,
+        reason: String,
+    },
+    /// The lock was taken away during the run; we stopped before `next`.
+    LockLost {
+        lock: String,
+        connection: String,
+        next: Option<(i64, String)>,
+    },
+    /// A shutdown signal arrived; the running step finished, `remaining` steps were left undone.
+    Interrupted { remaining: Vec<(i64, String)> },
+    /// A pending migration is older than the newest applied one and `strict` is on.
+    OutOfOrder {
+        versions: Vec<i64>,
+        newest_applied: i64,
+    },
+    /// A migration step failed on the database.
+    MigrationFailed {
+        version: i64,
+        name: String,
+        direction: Direction,
+        connection: String,
+        message: String,
+        /// True when the history keeps a `running` record for it (the step could not be rolled back).
+        left_dirty: bool,
+    },
+    /// A previous run died inside a migration that could not run in a transaction.
+    Dirty { version: i64, name: String },
+    /// An applied migration's file changed since it was applied.
+    ChecksumMismatch {
+        version: i64,
+        name: String,
+        file: String,
+        recorded: String,
+        actual: String,
+    },
+    /// An applied migration has no file any more.
+    MissingMigration { version: i64, name: String },
+    /// A migration that must be reversed has no down step.
+    Irreversible { version: i64, name: String },
+    /// A target version names no known migration.
+    UnknownVersion { version: i64 },
+    /// A migration file (or embedded migration) is malformed.
+    InvalidMigration { file: PathBuf, reason: String },
+    /// The configuration is unusable.
+    Config { message: String },
+    /// A database could not be reached.
+    Connection { connection: String, message: String },
+    /// Reading or writing the history failed, or its layout is not one we understand.
+    History { connection: String, message: String },
+}
+
+/// The error returned by every dirthara operation.
+///
+/// [`Error::code`] gives the stable code; [`Error::kind`] the facts. A failure to release the
+/// lock after another failure is attached as [`Error::secondary`] instead of replacing it, and
+/// the steps that completed before the failure are in [`Error::completed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: Box<ErrorKind>,
+    secondary: Option<Box<Error>>,
+    completed: Vec<StepReport>,
+}
+
+impl Error {
+    pub fn new(kind: ErrorKind) -> Self {
+        Error {
+            kind: Box::new(kind),
+            secondary: None,
+            completed: Vec::new(),
+        }
+    }
+
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    pub fn code(&self) -> Code {
+        match *self.kind {
+            ErrorKind::LockHeld { .. } => Code::MigrationLockHeld,
+            ErrorKind::LockFailed { .. } => Code::MigrationLockFailed,
+            ErrorKind::LockLost { .. } => Code::LockLeaseLost,
+            ErrorKind::Interrupted { .. } => Code::Interrupted,
+            ErrorKind::OutOfOrder { .. } => Code::OutOfOrder,
+            ErrorKind::MigrationFailed { .. } => Code::MigrationFailed,
+            ErrorKind::Dirty { .. } => Code::DirtyMigration,
+            ErrorKind::ChecksumMismatch { .. } => Code::ChecksumMismatch,
+            ErrorKind::MissingMigration { .. } => Code::MissingMigration,
+            ErrorKind::Irreversible { .. } => Code::IrreversibleMigration,
+            ErrorKind::UnknownVersion { .. } => Code::UnknownVersion,
+            ErrorKind::InvalidMigration { .. } => Code::InvalidMigration,
+            ErrorKind::Config { .. } => Code::ConfigError,
+            ErrorKind::Connection { .. } => Code::ConnectionError,
+            ErrorKind::History { .. } => Code::HistoryError,
+        }
+    }
+
+    /// For lock errors: the lock's name and the connection it was taken on.
+    pub fn lock_context(&self) -> Option<(&str, &str)> {
+        match &*self.kind {
+            ErrorKind::LockHeld {
+                lock, connection, ..
+            }
+            | ErrorKind::LockFailed {
+                lock, connection, ..
+            }
+            | ErrorKind::LockLost {
+                lock, connection, ..
+            } => Some((lock, connection)),
+            _ => None,
+        }
+    }
+
+    /// A failure that happened while cleaning up after this one (e.g. releasing the lock).
+    pub fn secondary(&self) -> Option<&Error> {
+        self.secondary.as_deref()
+    }
+
+    /// Steps that completed (and were recorded) before this error stopped the run.
+    pub fn completed(&self) -> &[StepReport] {
+        &self.completed
+    }
+
+    pub(crate) fn with_secondary(mut self, secondary: Error) -> Self {
+        match self.secondary {
+            Some(ref mut existing) => {
+                let chained = std::mem::replace(existing, Box::new(secondary));
+                // Keep both: the newest cleanup failure first, the earlier one under it.
+                existing.secondary = Some(chained);
+            }
+            None => self.secondary = Some(Box::new(secondary)),
+        }
+        self
+    }
+
+    pub(crate) fn with_completed(mut self, completed: Vec<StepReport>) -> Self {
+        self.completed = completed;
+        self
+    }
+
+    pub(crate) fn config(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Config {
+            message: message.into(),
+        })
+    }
+
+    pub(crate) fn invalid(file: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidMigration {
+            file: file.into(),
+            reason: reason.into(),
+        })
+    }
+
+    pub(crate) fn history(connection: &str, message: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::History {
+            connection: connection.to_string(),
+            message: message.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.kind {
+            ErrorKind::LockHeld {
+                lock,
+                connection,
+                holder,
+            } => {
+                write!(f, "lock `{lock}` on connection `{connection}` is held")?;
+                if let Some(holder) = holder {
+                    write!(f, " by {holder}")?;
+                }
+                write!(
+                    f,
+                    "; another runner is migrating this database. Retry when it finishes, wait for it \
+                     with --lock-wait, or inspect it with `dirthara unlock`"
+                )
+            }
+            ErrorKind::LockFailed {
+                lock,
+                connection,
+                reason,
+            } => write!(f, "lock `{lock}` on connection `{connection}`: {reason}"),
+            ErrorKind::LockLost {
+                lock,
+                connection,
+                next,
+            } => {
+                write!(
+                    f,
+                    "lock `{lock}` on connection `{connection}` was lost during the run"
+                )?;
+                if let Some((version, name)) = next {
+                    write!(f, "; stopped before migration {version} ({name})")?;
+                }
+                write!(
+                    f,
+                    ". Run the command again: it plans against what was recorded"
+                )
+            }
+            ErrorKind::Interrupted { remaining } => {
+                write!(f, "interrupted; every migration that started was finished and recorded")?;
+                if remaining.is_empty() {
+                    write!(f, ", none was left undone")
+                } else {
+                    let list: Vec<String> =
+                        remaining.iter().map(|(v, n)| format!("{v} {n}")).collect();
+                    write!(f, "; left undone: {}", list.join(", "))
+                }
+            }
+            ErrorKind::OutOfOrder {
+                versions,
+                newest_applied,
+            } => {
+                let list: Vec<String> = versions.iter().map(i64::to_string).collect();
+                write!(
+                    f,
+                    "pending migration(s) {} are older than the newest applied migration {newest_applied}; \
+                     --strict refuses to apply them (run without --strict to apply them anyway)",
+                    list.join(", ")
+                )
+            }
+            ErrorKind::MigrationFailed {
+                version,
+                name,
+                direction,
+                connection,
+                message,
+                left_dirty,
+            } => {
+                write!(
+                    f,
+                    "migration {version} ({name}) failed while running {direction} on connection \
+                     `{connection}`: {message}"
+                )?;
+                if *left_dirty {
+                    write!(
+                        f,
+                        "\nIt could not run in a transaction, so the history marks it as running. \
+                         Repair the database by hand, then run `dirthara resolve {version} --applied` \
+                         or `dirthara resolve {version} --rolled-back`"
+                    )?;
+                }
+                Ok(())
+            }
+            ErrorKind::Dirty { version, name } => write!(
+                f,
+                "migration {version} ({name}) was left half-applied by a run that died inside it \
+                 (it could not run in a transaction). Check the database by hand, then run \
+                 `dirthara resolve {version} --applied` if its changes are in place or \
+                 `dirthara resolve {version} --rolled-back` if they are not"
+            ),
+            ErrorKind::ChecksumMismatch {
+                version,
+                name,
+                file,
+                recorded,
+                actual,
+            } => write!(
+                f,
+                "migration {version} ({name}) was changed after it was applied: {file} has checksum \
+                 {actual}, the history recorded {recorded}. Restore the file, or write a new migration \
+                 for the change; if the edit was deliberate, run `dirthara resolve {version} --accept-checksum`"
+            ),
+            ErrorKind::MissingMigration { version, name } => write!(
+                f,
+                "migration {version} ({name}) is recorded as applied but its file is missing from the \
+                 migration directories. Restore the file (check --dir and `directories`)"
+            ),
+            ErrorKind::Irreversible { version, name } => write!(
+                f,
+                "migration {version} ({name}) has no down step, so it cannot be reversed; nothing was \
+                 changed. Add a `{version}_{name}.down.sql`, or choose a target after it"
+            ),
+            ErrorKind::UnknownVersion { version } => write!(
+                f,
+                "no migration has version {version}; nothing was changed. `dirthara status` lists the \
+                 versions (0 means before the first migration)"
+            ),
+            ErrorKind::InvalidMigration { file, reason } => {
+                write!(f, "{}: {reason}", file.display())
+            }
+            ErrorKind::Config { message } => f.write_str(message),
+            ErrorKind::Connection {
+                connection,
+                message,
+            } => write!(f, "cannot connect to `{connection}`: {message}"),
+            ErrorKind::History {
+                connection,
+                message,
+            } => write!(f, "migration history on `{connection}`: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,171 @@
+//! Events the engine emits while it works: the CLI renders them, applications may forward
+//! them to their own logging.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::Code;
+use crate::migration::Direction;
+
+/// A warning: the run goes on, but someone should look.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    #[serde(serialize_with = "serialize_code")]
+    pub code: Code,
+    pub message: String,
+}
+
+fn serialize_code<S: serde::Serializer>(code: &Code, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(code.as_str())
+}
+
+impl Warning {
+    pub(crate) fn out_of_order(versions: &[i64], newest_applied: i64) -> Self {
+        let list: Vec<String> = versions.iter().map(i64::to_string).collect();
+        Warning {
+            code: Code::OutOfOrder,
+            message: format!(
+                "pending migration(s) {} are older than the newest applied migration {newest_applied} \
+                 (merged from another branch?); applying them anyway (--strict refuses instead)",
+                list.join(", ")
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "warning [{}]: {}", self.code, self.message)
+    }
+}
+
+/// Who holds a lock, as far as the database can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct LockHolder {
+    /// The database's identifier of the holding session (PostgreSQL backend pid, MySQL connection id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<i64>,
+    /// `dirthara <operation> <host>:<pid>` when the holder announced itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub application: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_address: Option<String>,
+    /// When the holding session started (UTC, RFC 3339), or how long ago.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+}
+
+impl fmt::Display for LockHolder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(app) = &self.application {
+            parts.push(format!("`{app}`"));
+        }
+        if let Some(id) = self.session_id {
+            parts.push(format!("session {id}"));
+        }
+        if let Some(addr) = &self.client_address {
+            parts.push(format!("from {addr}"));
+        }
+        if let Some(since) = &self.since {
+            parts.push(format!("since {since}"));
+        }
+        if parts.is_empty() {
+            f.write_str("an unidentified session")
+        } else {
+            f.write_str(&parts.join(", "))
+        }
+    }
+}
+
+/// Something that happened during a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Event {
+    /// Still trying to reach a database that is not up yet.
+    ConnectionWaiting {
+        connection: String,
+        target: String,
+        reason: String,
+    },
+    /// The command runs without a lock, as configured.
+    Unlocked {
+        connection: String,
+    },
+    /// Another runner holds the lock; we wait for it.
+    LockWaiting {
+        lock: String,
+        connection: String,
+        holder: Option<LockHolder>,
+        #[serde(serialize_with = "serialize_ms")]
+        waited: Duration,
+    },
+    LockAcquired {
+        lock: String,
+        connection: String,
+        #[serde(serialize_with = "serialize_ms")]
+        waited: Duration,
+    },
+    LockReleased {
+        lock: String,
+        connection: String,
+    },
+    /// `fresh` dropped these tables.
+    Dropped {
+        connection: String,
+        objects: Vec<String>,
+    },
+    MigrationStarted {
+        version: i64,
+        name: String,
+        direction: Direction,
+        connection: String,
+    },
+    MigrationFinished {
+        version: i64,
+        name: String,
+        direction: Direction,
+        #[serde(serialize_with = "serialize_ms")]
+        duration: Duration,
+    },
+    Warning(Warning),
+}
+
+fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(d.as_millis() as u64)
+}
+
+/// Receives events as they happen. Cheap to clone; called from the task running the command.
+#[derive(Clone)]
+pub struct EventSink(Arc<dyn Fn(&Event) + Send + Sync>);
+
+impl EventSink {
+    pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
+        EventSink(Arc::new(f))
+    }
+
+    /// A sink that drops every event.
+    pub fn discard() -> Self {
+        EventSink::new(|_| {})
+    }
+
+    pub fn emit(&self, event: Event) {
+        (self.0)(&event);
+    }
+}
+
+impl Default for EventSink {
+    fn default() -> Self {
+        EventSink::discard()
+    }
+}
+
+impl fmt::Debug for EventSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("EventSink")
+    }
+}

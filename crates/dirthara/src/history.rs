@@ -1,0 +1,106 @@
+//! The records of the migration history, as every backend stores them.
+
+use serde::Serialize;
+
+/// Version of the history's own layout (tables/columns). Bumped whenever the layout
+/// changes: a newer dirthara upgrades an older layout in place under the lock, and an older
+/// dirthara refuses a newer layout rather than misread it.
+pub const HISTORY_LAYOUT_VERSION: i64 = 1;
+
+/// The default name of the history table/collection.
+pub const DEFAULT_HISTORY_TABLE: &str = "dirthara_migrations";
+
+/// Whether a recorded migration completed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecordState {
+    /// Written before a step that cannot share a transaction with its record; still present
+    /// on the next run only if that step never finished (a "dirty" migration).
+    Running,
+    Applied,
+}
+
+impl RecordState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RecordState::Running => "running",
+            RecordState::Applied => "applied",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "running" => Some(RecordState::Running),
+            "applied" => Some(RecordState::Applied),
+            _ => None,
+        }
+    }
+}
+
+/// One row of the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AppliedMigration {
+    pub version: i64,
+    pub name: String,
+    pub checksum: String,
+    pub batch: i64,
+    pub state: RecordState,
+    /// UTC, RFC 3339, as the database's clock gave it.
+    pub applied_at: String,
+    pub duration_ms: i64,
+    /// `host:pid dirthara/<version>` of the runner that applied it.
+    pub applied_by: String,
+}
+
+/// A change to the history, as the engine asks a backend to make it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HistoryChange {
+    /// Record a migration (as `running` before a non-transactional step, or `applied`).
+    Insert {
+        version: i64,
+        name: String,
+        checksum: String,
+        batch: i64,
+        state: RecordState,
+        /// `None`: measured by whoever runs the step together with this record.
+        duration_ms: Option<i64>,
+        applied_by: String,
+    },
+    /// A `running` record's step finished.
+    MarkApplied { version: i64, duration_ms: i64 },
+    /// Change a record's state without touching the rest (before a non-transactional down
+    /// step, or to undo that marker when the step failed cleanly).
+    SetState { version: i64, state: RecordState },
+    /// Replace the recorded checksum (`resolve --accept-checksum`).
+    SetChecksum { version: i64, checksum: String },
+    /// Forget a migration (it was reversed).
+    Delete { version: i64 },
+}
+
+impl HistoryChange {
+    /// This change, with an unmeasured duration filled in.
+    pub fn measured(&self, elapsed: std::time::Duration) -> HistoryChange {
+        match self {
+            HistoryChange::Insert {
+                duration_ms: None, ..
+            } => {
+                let mut change = self.clone();
+                if let HistoryChange::Insert { duration_ms, .. } = &mut change {
+                    *duration_ms = Some(elapsed.as_millis() as i64);
+                }
+                change
+            }
+            other => other.clone(),
+        }
+    }
+}
+
+/// Identifies this runner in the history and in lock diagnostics: `host:pid dirthara/x.y.z`.
+pub fn runner_identity() -> String {
+    format!(
+        "{}:{} dirthara/{}",
+        crate::hostname(),
+        std::process::id(),
+        env!("CARGO_PKG_VERSION")
+    )
+}

@@ -1,0 +1,103 @@
+//! What a command did, returned to the caller (and rendered by the CLI).
+
+use serde::Serialize;
+
+use crate::events::{LockHolder, Warning};
+use crate::migration::Direction;
+use crate::plan::MigrationStatus;
+
+/// One step that ran and was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StepReport {
+    pub version: i64,
+    pub name: String,
+    pub direction: Direction,
+    pub connection: String,
+    pub duration_ms: u64,
+}
+
+/// The result of a command that changes the database.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct RunReport {
+    pub operation: String,
+    /// The batch the applied migrations were recorded under (none when nothing was applied).
+    pub batch: Option<i64>,
+    /// Tables dropped by `fresh`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+    pub reverted: Vec<StepReport>,
+    pub applied: Vec<StepReport>,
+    /// Records written without running a step (`baseline`, `resolve`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recorded: Vec<StepReport>,
+    pub warnings: Vec<Warning>,
+    /// How the command was protected: `session`, `lease`, or `off`.
+    pub lock: String,
+}
+
+/// A step as `preview` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreviewStep {
+    pub version: i64,
+    pub name: String,
+    pub direction: Direction,
+    pub connection: String,
+    pub transactional: bool,
+    pub out_of_order: bool,
+    /// The exact text that would run.
+    pub sql: String,
+}
+
+/// What a command would do, computed without a lock: it may be stale as soon as it returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Preview {
+    pub operation: String,
+    pub drop_all: bool,
+    pub batch: Option<i64>,
+    pub steps: Vec<PreviewStep>,
+    pub warnings: Vec<Warning>,
+}
+
+/// The lock's state, as `status` and `unlock` report it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "state", rename_all = "lowercase")]
+pub enum LockState {
+    Free,
+    Held {
+        holder: LockHolder,
+    },
+    /// A lease whose time ran out: the next runner takes it.
+    Stale {
+        holder: LockHolder,
+    },
+    /// The backend has no lock of the configured kind (SQLite with `locking = true`).
+    Unsupported {
+        reason: String,
+    },
+    /// Locking is turned off in the configuration.
+    Off,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LockReport {
+    pub name: String,
+    pub connection: String,
+    pub strategy: String,
+    #[serde(flatten)]
+    pub state: LockState,
+}
+
+/// Everything `status` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StatusReport {
+    pub migrations: Vec<MigrationStatus>,
+    pub lock: LockReport,
+}
+
+/// What `unlock --force` did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ForceUnlockReport {
+    pub lock: LockReport,
+    /// Sessions terminated / documents deleted; empty when the lock was free.
+    pub released: Vec<String>,
+}
