@@ -1,0 +1,367 @@
+//! Backends: *how* to talk to each database. The engine decides *when*.
+//!
+//! A backend reads and writes the history, runs a step (alone, or atomically with its
+//! history change where the database allows), drops everything for `fresh`, and — if the
+//! database has one — offers a session lock. The SQL backends share all history logic in
+//! [`sql`]; each driver module only says how to execute text and read rows.
+
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::events::{Event, EventSink, LockHolder};
+use crate::history::{AppliedMigration, HistoryChange};
+
+#[cfg(test)]
+pub(crate) mod memory;
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+pub(crate) mod sql;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+/// The kind of database a URL points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BackendKind {
+    Sqlite,
+    Postgres,
+    Mysql,
+    /// The in-memory backend of the engine's own tests.
+    #[doc(hidden)]
+    Memory,
+}
+
+impl BackendKind {
+    /// The backend a URL's scheme selects.
+    pub fn from_url(url: &str) -> Result<Self> {
+        let scheme = url
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        match scheme.as_str() {
+            "sqlite" => Ok(BackendKind::Sqlite),
+            "postgres" | "postgresql" => Ok(BackendKind::Postgres),
+            "mysql" | "mariadb" => Ok(BackendKind::Mysql),
+            "memory" => Ok(BackendKind::Memory),
+            "mongodb" | "mongodb+srv" => Err(Error::config(format!(
+                "`{}`: MongoDB is not supported by this build yet",
+                redact_url(url)
+            ))),
+            _ => Err(Error::config(format!(
+                "`{}`: unknown database URL scheme; use postgres://, mysql://, mariadb:// or sqlite:",
+                redact_url(url)
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Sqlite => "sqlite",
+            BackendKind::Postgres => "postgres",
+            BackendKind::Mysql => "mysql",
+            BackendKind::Memory => "memory",
+        }
+    }
+
+    /// Whether the database has a session lock (`locking = true` uses it).
+    pub fn has_session_lock(self) -> bool {
+        matches!(
+            self,
+            BackendKind::Postgres | BackendKind::Mysql | BackendKind::Memory
+        )
+    }
+}
+
+/// A connection to one named database, as the engine uses it.
+#[async_trait]
+pub trait Backend: Send {
+    fn kind(&self) -> BackendKind;
+
+    /// The configured name of this connection (`default`, ...).
+    fn connection(&self) -> &str;
+
+    /// The history, or `None` when this database has none yet. Never creates anything, and
+    /// refuses a history layout newer than this build understands.
+    async fn read_history(&mut self, table: &str) -> Result<Option<Vec<AppliedMigration>>>;
+
+    /// Creates the history (or upgrades an older layout). Called under the lock.
+    async fn prepare_history(&mut self, table: &str) -> Result<()>;
+
+    /// Whether a step and its history change can commit in one transaction here.
+    fn transactional_ddl(&self) -> bool;
+
+    /// Runs a step, in a transaction of its own if `transactional`; `Err` carries the
+    /// database's message.
+    async fn run_step(
+        &mut self,
+        text: &str,
+        transactional: bool,
+    ) -> std::result::Result<(), String>;
+
+    /// Runs a step and a history change so that both commit or neither does.
+    async fn run_step_recorded(
+        &mut self,
+        text: &str,
+        table: &str,
+        change: &HistoryChange,
+    ) -> std::result::Result<(), String>;
+
+    /// Applies a history change on its own.
+    async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()>;
+
+    /// Drops every table/view of this database except those named in `keep`; returns what
+    /// it dropped. Must not end the session (the lock lives in it).
+    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>>;
+
+    /// The database's session lock, if it has one.
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        None
+    }
+
+    /// Closes the connection (releasing any session state).
+    async fn close(self: Box<Self>);
+}
+
+/// A named lock held by this connection's session.
+///
+/// Contract: `try_lock` never blocks on the database (waiting is the engine's job, so a
+/// waiter never sits inside a lock statement holding a snapshot); the lock is scoped to
+/// this database/schema and the history `table`; it is released by `unlock` or when the
+/// session ends.
+#[async_trait]
+pub trait SessionLock: Send {
+    /// Takes the lock if it is free; `Ok(false)` when someone else holds it.
+    async fn try_lock(&mut self, table: &str) -> Result<bool>;
+    /// Whether this session still holds the lock.
+    async fn holds_lock(&mut self, table: &str) -> Result<bool>;
+    /// Releases the lock and wakes waiters.
+    async fn unlock(&mut self, table: &str) -> Result<()>;
+    /// Who holds the lock now (`None`: nobody).
+    async fn holder(&mut self, table: &str) -> Result<Option<LockHolder>>;
+    /// Returns when the lock may have been released, or after `max` at the latest.
+    async fn wait_for_release(&mut self, _table: &str, max: Duration) -> Result<()> {
+        tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
+        Ok(())
+    }
+    /// Ends the holder's session(s); returns a description of each one ended.
+    async fn force_unlock(&mut self, table: &str) -> Result<Vec<String>>;
+}
+
+/// A random duration between half and all of `d`, so waiting runners do not retry in step.
+pub(crate) fn jittered(d: Duration) -> Duration {
+    d.mul_f64(0.5 + fastrand::f64() * 0.5)
+}
+
+/// What the engine needs to open a connection.
+#[derive(Debug, Clone)]
+pub struct ConnectRequest {
+    /// The connection's configured name.
+    pub name: String,
+    pub url: String,
+    /// The command, for the session's self-description (`dirthara migrate host:pid`).
+    pub operation: String,
+    pub connect_timeout: Duration,
+}
+
+/// Opens connections. The default one dispatches on the URL scheme.
+#[async_trait]
+pub trait Connector: Send + Sync {
+    async fn connect(
+        &self,
+        request: &ConnectRequest,
+        events: &EventSink,
+    ) -> Result<Box<dyn Backend>>;
+}
+
+/// A failed connection attempt, and whether it is worth retrying (a server still starting).
+pub(crate) struct ConnectFailure {
+    pub message: String,
+    pub transient: bool,
+}
+
+/// Connects by URL scheme, retrying a database that is not reachable yet up to the timeout.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct UrlConnector;
+
+#[async_trait]
+impl Connector for UrlConnector {
+    async fn connect(
+        &self,
+        request: &ConnectRequest,
+        events: &EventSink,
+    ) -> Result<Box<dyn Backend>> {
+        let kind = BackendKind::from_url(&request.url)?;
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        let mut announced = Duration::ZERO;
+        loop {
+            let failure = match connect_once(kind, request).await {
+                Ok(backend) => return Ok(backend),
+                Err(failure) => failure,
+            };
+            let elapsed = started.elapsed();
+            if !failure.transient || elapsed + backoff > request.connect_timeout {
+                let waited = if failure.transient && !elapsed.is_zero() {
+                    format!(
+                        " (gave up after {:.1}s; raise --connect-timeout to wait longer)",
+                        elapsed.as_secs_f64()
+                    )
+                } else {
+                    String::new()
+                };
+                return Err(Error::new(ErrorKind::Connection {
+                    connection: request.name.clone(),
+                    message: format!(
+                        "{} at {}{waited}",
+                        failure.message,
+                        redact_url(&request.url)
+                    ),
+                }));
+            }
+            if elapsed >= announced {
+                events.emit(Event::ConnectionWaiting {
+                    connection: request.name.clone(),
+                    target: redact_url(&request.url),
+                    reason: failure.message,
+                });
+                announced = elapsed + Duration::from_secs(5);
+            }
+            tokio::time::sleep(jittered(backoff)).await;
+            backoff = (backoff * 2).min(Duration::from_secs(2));
+        }
+    }
+}
+
+#[allow(unused_variables)]
+async fn connect_once(
+    kind: BackendKind,
+    request: &ConnectRequest,
+) -> std::result::Result<Box<dyn Backend>, ConnectFailure> {
+    let unsupported = |feature: &str| ConnectFailure {
+        message: format!("this build of dirthara was compiled without the `{feature}` feature"),
+        transient: false,
+    };
+    match kind {
+        #[cfg(feature = "sqlite")]
+        BackendKind::Sqlite => sqlite::connect(request).await,
+        #[cfg(feature = "postgres")]
+        BackendKind::Postgres => postgres::connect(request).await,
+        #[cfg(feature = "mysql")]
+        BackendKind::Mysql => mysql::connect(request).await,
+        #[cfg(not(feature = "sqlite"))]
+        BackendKind::Sqlite => Err(unsupported("sqlite")),
+        #[cfg(not(feature = "postgres"))]
+        BackendKind::Postgres => Err(unsupported("postgres")),
+        #[cfg(not(feature = "mysql"))]
+        BackendKind::Mysql => Err(unsupported("mysql")),
+        BackendKind::Memory => Err(unsupported("memory (tests only)")),
+    }
+}
+
+/// Classifies a sqlx connection error: I/O errors and "server is starting" are worth a retry.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub(crate) fn connect_failure(error: sqlx::Error) -> ConnectFailure {
+    let transient = match &error {
+        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
+        // PostgreSQL 57P03 "the database system is starting up"; MySQL 1040 "too many connections".
+        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("57P03") | Some("08004")),
+        _ => false,
+    };
+    ConnectFailure {
+        message: database_message(&error),
+        transient,
+    }
+}
+
+/// The database's own message for an error, with its code when it has one.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub(crate) fn database_message(error: &sqlx::Error) -> String {
+    match error {
+        sqlx::Error::Database(db) => match db.code() {
+            Some(code) => format!("{} (code {code})", db.message()),
+            None => db.message().to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// A URL with its password replaced, safe to print.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_string();
+    };
+    let userinfo = &authority[..at];
+    let redacted = match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{user}:***"),
+        None => return url.to_string(),
+    };
+    let mut out = String::with_capacity(url.len());
+    out.push_str(&url[..scheme_end + 3]);
+    out.push_str(&redacted);
+    out.push_str(&rest[at..]);
+    out
+}
+
+/// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
+pub(crate) fn session_label(operation: &str) -> String {
+    let mut label = format!(
+        "dirthara {operation} {}:{}",
+        crate::hostname(),
+        std::process::id()
+    );
+    // PostgreSQL truncates application_name at 63 bytes.
+    label.truncate(63);
+    label
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_never_printed() {
+        assert_eq!(
+            redact_url("postgres://app:s3cr%40t@db.example:5432/prod?sslmode=require"),
+            "postgres://app:***@db.example:5432/prod?sslmode=require"
+        );
+        assert_eq!(
+            redact_url("mysql://root@localhost/x"),
+            "mysql://root@localhost/x"
+        );
+        assert_eq!(redact_url("sqlite:demo.db"), "sqlite:demo.db");
+        assert_eq!(
+            redact_url("postgres://u:p@h/db?x=a@b"),
+            "postgres://u:***@h/db?x=a@b"
+        );
+    }
+
+    #[test]
+    fn url_schemes_select_backends() {
+        assert_eq!(
+            BackendKind::from_url("postgresql://x/y").unwrap(),
+            BackendKind::Postgres
+        );
+        assert_eq!(
+            BackendKind::from_url("mariadb://x/y").unwrap(),
+            BackendKind::Mysql
+        );
+        assert_eq!(
+            BackendKind::from_url("sqlite::memory:").unwrap(),
+            BackendKind::Sqlite
+        );
+        let err = BackendKind::from_url("oracle://u:pw@x/y").unwrap_err();
+        assert_eq!(err.code(), crate::Code::ConfigError);
+        assert!(!err.to_string().contains("pw"));
+    }
+}

@@ -1,0 +1,292 @@
+//! An in-memory backend for the engine's tests: instant, and it records every call so tests
+//! can check the order of lock, read and write.
+//!
+//! Step text is a tiny language, one command per line: `create NAME`, `drop NAME`,
+//! `fail MESSAGE`, `lose-lock` (another operator takes the lock away).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{Backend, BackendKind, ConnectRequest, Connector, SessionLock};
+use crate::error::{Error, Result};
+use crate::events::{EventSink, LockHolder};
+use crate::history::{AppliedMigration, HistoryChange};
+
+#[derive(Debug, Default)]
+pub(crate) struct MemoryDb {
+    pub tables: BTreeSet<String>,
+    /// `None`: no history table yet.
+    pub history: Option<BTreeMap<i64, AppliedMigration>>,
+    pub lock_holder: Option<u64>,
+    /// Every call, in order: `connect`, `lock`, `read`, `prepare`, `step 3`, `record`, `unlock`, ...
+    pub calls: Vec<String>,
+    pub fail_unlock: bool,
+    pub next_session: u64,
+    /// Whether steps and records share a transaction (PostgreSQL-like) or not (MySQL-like).
+    pub non_transactional: bool,
+}
+
+pub(crate) type SharedDb = Arc<Mutex<MemoryDb>>;
+
+pub(crate) struct MemoryConnector(pub SharedDb);
+
+#[async_trait]
+impl Connector for MemoryConnector {
+    async fn connect(
+        &self,
+        request: &ConnectRequest,
+        _events: &EventSink,
+    ) -> Result<Box<dyn Backend>> {
+        let mut db = self.0.lock().unwrap();
+        db.next_session += 1;
+        db.calls.push(format!("connect {}", request.name));
+        Ok(Box::new(MemoryBackend {
+            db: self.0.clone(),
+            session: db.next_session,
+            connection: request.name.clone(),
+        }))
+    }
+}
+
+pub(crate) struct MemoryBackend {
+    db: SharedDb,
+    session: u64,
+    connection: String,
+}
+
+impl MemoryBackend {
+    fn with<T>(&self, f: impl FnOnce(&mut MemoryDb) -> T) -> T {
+        f(&mut self.db.lock().unwrap())
+    }
+}
+
+fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (word, arg) = line.split_once(' ').unwrap_or((line, ""));
+        match word {
+            "create" if !db.tables.insert(arg.to_string()) => {
+                return Err(format!("table {arg} already exists"))
+            }
+            "drop" if !db.tables.remove(arg) => return Err(format!("no table {arg}")),
+            "create" | "drop" => {}
+            "fail" => return Err(arg.to_string()),
+            "lose-lock" => db.lock_holder = Some(u64::MAX),
+            other => return Err(format!("unknown memory command `{other}`")),
+        }
+    }
+    Ok(())
+}
+
+fn apply_change(db: &mut MemoryDb, change: &HistoryChange) {
+    let history = db.history.get_or_insert_with(BTreeMap::new);
+    match change.measured(Duration::ZERO) {
+        HistoryChange::Insert {
+            version,
+            name,
+            checksum,
+            batch,
+            state,
+            duration_ms,
+            applied_by,
+        } => {
+            history.insert(
+                version,
+                AppliedMigration {
+                    version,
+                    name,
+                    checksum,
+                    batch,
+                    state,
+                    applied_at: "2024-01-01T00:00:00Z".into(),
+                    duration_ms: duration_ms.unwrap_or(0),
+                    applied_by,
+                },
+            );
+        }
+        HistoryChange::MarkApplied { version, .. } => {
+            if let Some(r) = history.get_mut(&version) {
+                r.state = crate::history::RecordState::Applied;
+            }
+        }
+        HistoryChange::SetState { version, state } => {
+            if let Some(r) = history.get_mut(&version) {
+                r.state = state;
+            }
+        }
+        HistoryChange::SetChecksum { version, checksum } => {
+            if let Some(r) = history.get_mut(&version) {
+                r.checksum = checksum;
+            }
+        }
+        HistoryChange::Delete { version } => {
+            history.remove(&version);
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for MemoryBackend {
+    fn kind(&self) -> BackendKind {
+        BackendKind::Memory
+    }
+
+    fn connection(&self) -> &str {
+        &self.connection
+    }
+
+    async fn read_history(&mut self, _table: &str) -> Result<Option<Vec<AppliedMigration>>> {
+        Ok(self.with(|db| {
+            db.calls.push("read".into());
+            db.history.as_ref().map(|h| h.values().cloned().collect())
+        }))
+    }
+
+    async fn prepare_history(&mut self, _table: &str) -> Result<()> {
+        self.with(|db| {
+            db.calls.push("prepare".into());
+            db.history.get_or_insert_with(BTreeMap::new);
+        });
+        Ok(())
+    }
+
+    fn transactional_ddl(&self) -> bool {
+        !self.with(|db| db.non_transactional)
+    }
+
+    async fn run_step(
+        &mut self,
+        text: &str,
+        _transactional: bool,
+    ) -> std::result::Result<(), String> {
+        let connection = self.connection.clone();
+        self.with(|db| {
+            db.calls.push(format!("step on {connection}"));
+            run_text(db, text)
+        })
+    }
+
+    async fn run_step_recorded(
+        &mut self,
+        text: &str,
+        _table: &str,
+        change: &HistoryChange,
+    ) -> std::result::Result<(), String> {
+        self.with(|db| {
+            db.calls.push("step+record".into());
+            // All or nothing: run against a copy of the tables, keep it only on success.
+            let saved = db.tables.clone();
+            match run_text(db, text) {
+                Ok(()) => {
+                    apply_change(db, change);
+                    Ok(())
+                }
+                Err(e) => {
+                    db.tables = saved;
+                    Err(e)
+                }
+            }
+        })
+    }
+
+    async fn record(&mut self, _table: &str, change: &HistoryChange) -> Result<()> {
+        self.with(|db| {
+            db.calls.push("record".into());
+            apply_change(db, change);
+        });
+        Ok(())
+    }
+
+    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
+        Ok(self.with(|db| {
+            db.calls.push("drop_all".into());
+            let dropped: Vec<String> = db
+                .tables
+                .iter()
+                .filter(|t| !keep.contains(t))
+                .cloned()
+                .collect();
+            db.tables.retain(|t| keep.contains(t));
+            db.history = None;
+            dropped
+        }))
+    }
+
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        Some(self)
+    }
+
+    async fn close(self: Box<Self>) {
+        let session = self.session;
+        self.with(|db| {
+            db.calls.push("close".into());
+            // Like a database session ending: its lock goes with it.
+            if db.lock_holder == Some(session) {
+                db.lock_holder = None;
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl SessionLock for MemoryBackend {
+    async fn try_lock(&mut self, _table: &str) -> Result<bool> {
+        let session = self.session;
+        Ok(self.with(|db| {
+            db.calls.push("lock".into());
+            match db.lock_holder {
+                None => {
+                    db.lock_holder = Some(session);
+                    true
+                }
+                Some(holder) => holder == session,
+            }
+        }))
+    }
+
+    async fn holds_lock(&mut self, _table: &str) -> Result<bool> {
+        let session = self.session;
+        Ok(self.with(|db| db.lock_holder == Some(session)))
+    }
+
+    async fn unlock(&mut self, _table: &str) -> Result<()> {
+        let session = self.session;
+        self.with(|db| {
+            db.calls.push("unlock".into());
+            if db.fail_unlock {
+                return Err(Error::history(
+                    "default",
+                    "connection reset while unlocking",
+                ));
+            }
+            if db.lock_holder == Some(session) {
+                db.lock_holder = None;
+            }
+            Ok(())
+        })
+    }
+
+    async fn holder(&mut self, _table: &str) -> Result<Option<LockHolder>> {
+        Ok(self.with(|db| {
+            db.lock_holder.map(|id| LockHolder {
+                session_id: Some(id as i64),
+                application: Some("dirthara migrate test:1".into()),
+                ..LockHolder::default()
+            })
+        }))
+    }
+
+    async fn wait_for_release(&mut self, _table: &str, max: Duration) -> Result<()> {
+        tokio::time::sleep(max.min(Duration::from_millis(5))).await;
+        Ok(())
+    }
+
+    async fn force_unlock(&mut self, _table: &str) -> Result<Vec<String>> {
+        Ok(self.with(|db| match db.lock_holder.take() {
+            Some(id) => vec![format!("session {id}")],
+            None => Vec::new(),
+        }))
+    }
+}

@@ -1,0 +1,255 @@
+//! PostgreSQL: a session-level advisory lock on the history connection, with waiters woken
+//! by `NOTIFY` the moment the holder releases; each step and its history record are sent
+//! as ONE simple-query message, which PostgreSQL runs as one implicit transaction.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener};
+use sqlx::{ConnectOptions, Connection, Executor, Row};
+
+use super::sql::{Dialect, RecordFn, SqlBackend, SqlDriver};
+use super::{
+    connect_failure, database_message, jittered, session_label, Backend, BackendKind,
+    ConnectFailure, ConnectRequest, SessionLock,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::events::LockHolder;
+use crate::lock::LOCK_NAME;
+
+/// The channel a releasing runner notifies and waiting runners listen on.
+const RELEASE_CHANNEL: &str = "dirthara_lock_released";
+
+pub(crate) struct PgDriver {
+    conn: PgConnection,
+    url: String,
+    connection: String,
+    database: String,
+    schema: String,
+    /// Opened only when this runner has to wait.
+    listener: Option<PgListener>,
+    listener_failed: bool,
+}
+
+pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
+    let options = PgConnectOptions::from_str(&request.url)
+        .map_err(|e| ConnectFailure {
+            message: format!("invalid PostgreSQL URL: {e}"),
+            transient: false,
+        })?
+        .application_name(&session_label(&request.operation))
+        .disable_statement_logging();
+    let mut conn = options.connect().await.map_err(connect_failure)?;
+    // By default PostgreSQL notices a vanished client only when it next writes to it, so a
+    // runner killed during a long statement would keep its lock (and half a migration)
+    // alive until the statement ends. PostgreSQL 14+ can check the socket while it works;
+    // older servers and some poolers refuse the setting, which we tolerate.
+    let _ = conn
+        .execute("SET client_connection_check_interval = '1s'")
+        .await;
+    let row = conn
+        .fetch_one("SELECT current_database()::text, coalesce(current_schema()::text, '')")
+        .await
+        .map_err(connect_failure)?;
+    Ok(Box::new(SqlBackend {
+        driver: PgDriver {
+            database: row.try_get(0).unwrap_or_default(),
+            schema: row.try_get(1).unwrap_or_default(),
+            conn,
+            url: request.url.clone(),
+            connection: request.name.clone(),
+            listener: None,
+            listener_failed: false,
+        },
+        kind: BackendKind::Postgres,
+        connection: request.name.clone(),
+    }))
+}
+
+impl PgDriver {
+    /// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
+    /// history table, so runners sharing a history exclude each other and nobody else.
+    fn key(&self, table: &str) -> i64 {
+        let digest = Sha256::digest(
+            format!("{LOCK_NAME}\0{}\0{}\0{table}", self.database, self.schema).as_bytes(),
+        );
+        i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
+    }
+
+    fn lock_error(&self, error: sqlx::Error) -> Error {
+        Error::new(ErrorKind::LockFailed {
+            lock: LOCK_NAME.to_string(),
+            connection: self.connection.clone(),
+            reason: database_message(&error),
+        })
+    }
+
+    /// The `pg_locks` condition that matches our key (bigint keys use objsubid 1).
+    fn lock_match(key: i64) -> String {
+        let (high, low) = ((key as u64) >> 32, (key as u64) & 0xffff_ffff);
+        format!(
+            "l.locktype = 'advisory' AND l.granted AND l.classid::bigint = {high} \
+             AND l.objid::bigint = {low} AND l.objsubid = 1 \
+             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+    }
+}
+
+#[async_trait]
+impl SqlDriver for PgDriver {
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        self.conn.execute(sql).await.map(|_| ())
+    }
+
+    async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {
+        let rows = self.conn.fetch_all(sql).await?;
+        rows.iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| row.try_get::<Option<String>, _>(i))
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn execute_atomically(
+        &mut self,
+        step: &str,
+        record: Option<&RecordFn<'_>>,
+    ) -> Result<(), sqlx::Error> {
+        // One round trip: PostgreSQL runs a multi-statement simple query as one implicit
+        // transaction, so the step and its record commit together or not at all. The
+        // record measures the step's duration itself (`None`). A newline before `;` ends a
+        // trailing `--` comment in the step.
+        let sql = match record {
+            Some(record) => format!("{step}\n;\n{}", record(None)),
+            None => step.to_string(),
+        };
+        self.execute(&sql).await
+    }
+
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        Some(self)
+    }
+
+    async fn close(self: Box<Self>) {
+        let this = *self;
+        let _ = this.conn.close().await;
+        if let Some(listener) = this.listener {
+            drop(listener);
+        }
+    }
+}
+
+#[async_trait]
+impl SessionLock for PgDriver {
+    async fn try_lock(&mut self, table: &str) -> Result<bool> {
+        let key = self.key(table);
+        sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
+            .bind(key)
+            .fetch_one(&mut self.conn)
+            .await
+            .map_err(|e| self.lock_error(e))
+    }
+
+    async fn holds_lock(&mut self, table: &str) -> Result<bool> {
+        let sql = format!(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {} AND l.pid = pg_backend_pid())",
+            Self::lock_match(self.key(table))
+        );
+        sqlx::query_scalar::<_, bool>(&sql)
+            .fetch_one(&mut self.conn)
+            .await
+            .map_err(|e| self.lock_error(e))
+    }
+
+    async fn unlock(&mut self, table: &str) -> Result<()> {
+        let key = self.key(table);
+        // Release and wake the waiters in one message.
+        let sql = format!("SELECT pg_advisory_unlock({key}); NOTIFY {RELEASE_CHANNEL}");
+        self.conn
+            .execute(sql.as_str())
+            .await
+            .map(|_| ())
+            .map_err(|e| self.lock_error(e))
+    }
+
+    async fn holder(&mut self, table: &str) -> Result<Option<LockHolder>> {
+        let sql = format!(
+            "SELECT a.pid::bigint, a.application_name::text, \
+             coalesce(host(a.client_addr), 'local socket')::text, \
+             to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE {} LIMIT 1",
+            Self::lock_match(self.key(table))
+        );
+        let row = sqlx::query(&sql)
+            .fetch_optional(&mut self.conn)
+            .await
+            .map_err(|e| self.lock_error(e))?;
+        Ok(row.map(|row| LockHolder {
+            session_id: row.try_get(0).ok(),
+            application: row.try_get::<String, _>(1).ok().filter(|a| !a.is_empty()),
+            client_address: row.try_get(2).ok(),
+            since: row.try_get(3).ok(),
+        }))
+    }
+
+    async fn wait_for_release(&mut self, _table: &str, max: Duration) -> Result<()> {
+        if self.listener.is_none() && !self.listener_failed {
+            match PgListener::connect(&self.url).await {
+                Ok(mut listener) => match listener.listen(RELEASE_CHANNEL).await {
+                    Ok(()) => {
+                        self.listener = Some(listener);
+                        // Listening now: return so the caller tries once more, closing the
+                        // window in which a release happened before we listened.
+                        return Ok(());
+                    }
+                    Err(_) => self.listener_failed = true,
+                },
+                // A pooler may refuse LISTEN; fall back to short polling.
+                Err(_) => self.listener_failed = true,
+            }
+        }
+        match self.listener.as_mut() {
+            Some(listener) => {
+                let _ = tokio::time::timeout(max, listener.recv()).await;
+            }
+            None => tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await,
+        }
+        Ok(())
+    }
+
+    async fn force_unlock(&mut self, table: &str) -> Result<Vec<String>> {
+        // The holder's lock session, plus every other session announcing the same runner
+        // (`dirthara <op> host:pid`): its migrations may run on connections of their own.
+        let sql = format!(
+            "WITH holder AS (SELECT a.pid, a.application_name FROM pg_locks l \
+             JOIN pg_stat_activity a ON a.pid = l.pid WHERE {}) \
+             SELECT a.pid::bigint, a.application_name::text, \
+             coalesce(host(a.client_addr), 'local socket')::text, pg_terminate_backend(a.pid) \
+             FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND (a.pid IN (SELECT pid FROM holder) \
+             OR (a.application_name LIKE 'dirthara %' \
+                 AND a.application_name IN (SELECT application_name FROM holder)))",
+            Self::lock_match(self.key(table))
+        );
+        let rows = sqlx::query(&sql)
+            .fetch_all(&mut self.conn)
+            .await
+            .map_err(|e| self.lock_error(e))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let pid: i64 = row.try_get(0).unwrap_or_default();
+                let app: String = row.try_get(1).unwrap_or_default();
+                let addr: String = row.try_get(2).unwrap_or_default();
+                format!("terminated session {pid} (`{app}`) from {addr}")
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,633 @@
+//! Everything the SQL backends share: the SQL text of the history (per dialect) and one
+//! implementation of [`Backend`] over a minimal driver.
+//!
+//! Values spliced into history statements are integers, hex checksums and names restricted
+//! to a safe alphabet at load time; they are still quoted with [`Dialect::literal`].
+
+use async_trait::async_trait;
+
+use super::{database_message, Backend, BackendKind, SessionLock};
+use crate::error::{Error, Result};
+use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
+
+/// The SQL flavour of a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+/// A droppable object found by `fresh`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DbObject {
+    pub kind: String,
+    pub name: String,
+}
+
+const LAYOUT_KEY: &str = "layout_version";
+
+impl Dialect {
+    pub fn ident(self, name: &str) -> String {
+        match self {
+            Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
+            _ => format!("\"{}\"", name.replace('"', "\"\"")),
+        }
+    }
+
+    pub fn literal(self, value: &str) -> String {
+        let mut escaped = value.replace('\'', "''");
+        if self == Dialect::Mysql {
+            // MySQL treats backslash as an escape inside literals unless NO_BACKSLASH_ESCAPES.
+            escaped = escaped.replace('\\', "\\\\");
+        }
+        format!("'{escaped}'")
+    }
+
+    fn now(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+            Dialect::Postgres => "now()",
+            Dialect::Mysql => "UTC_TIMESTAMP()",
+        }
+    }
+
+    /// Milliseconds since the current statement (the whole multi-statement string) began;
+    /// only PostgreSQL can tell, and only its atomic path leaves the duration unmeasured.
+    fn elapsed_ms(self) -> &'static str {
+        match self {
+            Dialect::Postgres => {
+                "(EXTRACT(EPOCH FROM clock_timestamp() - statement_timestamp()) * 1000)::bigint"
+            }
+            _ => "0",
+        }
+    }
+
+    fn timestamp_type(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "TEXT",
+            Dialect::Postgres => "TIMESTAMPTZ",
+            Dialect::Mysql => "DATETIME",
+        }
+    }
+
+    /// `expr` as text in every dialect, so rows decode the same way everywhere.
+    fn text(self, expr: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("CAST({expr} AS TEXT)"),
+            Dialect::Postgres => format!("({expr})::text"),
+            Dialect::Mysql => format!("CAST({expr} AS CHAR)"),
+        }
+    }
+
+    fn timestamp_text(self, column: &str) -> String {
+        match self {
+            Dialect::Sqlite => column.to_string(),
+            Dialect::Postgres => {
+                format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
+            }
+            Dialect::Mysql => format!("DATE_FORMAT({column}, '%Y-%m-%dT%H:%i:%sZ')"),
+        }
+    }
+
+    fn begin(self) -> &'static str {
+        match self {
+            // IMMEDIATE takes SQLite's write lock up front, so a concurrent writer cannot make
+            // the transaction fail half-way when it upgrades from reading to writing.
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            _ => "BEGIN",
+        }
+    }
+
+    fn meta_table(table: &str) -> String {
+        format!("{table}_meta")
+    }
+
+    /// One row per existing table among `names`, giving its name.
+    pub fn existing_tables_sql(self, names: &[&str]) -> String {
+        let list: Vec<String> = names.iter().map(|n| self.literal(n)).collect();
+        let list = list.join(", ");
+        match self {
+            Dialect::Sqlite => {
+                format!("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({list})")
+            }
+            Dialect::Postgres => format!(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name IN ({list})"
+            ),
+            Dialect::Mysql => format!(
+                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name IN ({list})"
+            ),
+        }
+    }
+
+    pub fn create_history_sql(self, table: &str) -> String {
+        format!(
+            "CREATE TABLE {t} (\n\
+             \x20 version BIGINT NOT NULL PRIMARY KEY,\n\
+             \x20 name VARCHAR(255) NOT NULL,\n\
+             \x20 checksum VARCHAR(64) NOT NULL,\n\
+             \x20 batch BIGINT NOT NULL,\n\
+             \x20 state VARCHAR(16) NOT NULL,\n\
+             \x20 applied_at {ts} NOT NULL,\n\
+             \x20 duration_ms BIGINT NOT NULL,\n\
+             \x20 applied_by VARCHAR(255) NOT NULL\n)",
+            t = self.ident(table),
+            ts = self.timestamp_type(),
+        )
+    }
+
+    pub fn create_meta_sql(self, table: &str) -> String {
+        format!(
+            "CREATE TABLE {m} (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, meta_value VARCHAR(255) NOT NULL);\n\
+             INSERT INTO {m} (meta_key, meta_value) VALUES ({k}, {v})",
+            m = self.ident(&Self::meta_table(table)),
+            k = self.literal(LAYOUT_KEY),
+            v = self.literal(&HISTORY_LAYOUT_VERSION.to_string()),
+        )
+    }
+
+    pub fn layout_sql(self, table: &str) -> String {
+        format!(
+            "SELECT meta_value FROM {} WHERE meta_key = {}",
+            self.ident(&Self::meta_table(table)),
+            self.literal(LAYOUT_KEY)
+        )
+    }
+
+    pub fn select_history_sql(self, table: &str) -> String {
+        format!(
+            "SELECT {}, name, checksum, {}, state, {}, {}, applied_by FROM {} ORDER BY version",
+            self.text("version"),
+            self.text("batch"),
+            self.timestamp_text("applied_at"),
+            self.text("duration_ms"),
+            self.ident(table)
+        )
+    }
+
+    pub fn change_sql(self, table: &str, change: &HistoryChange) -> String {
+        let t = self.ident(table);
+        match change {
+            HistoryChange::Insert {
+                version,
+                name,
+                checksum,
+                batch,
+                state,
+                duration_ms,
+                applied_by,
+            } => format!(
+                "INSERT INTO {t} (version, name, checksum, batch, state, applied_at, duration_ms, applied_by) \
+                 VALUES ({version}, {}, {}, {batch}, {}, {}, {}, {})",
+                self.literal(name),
+                self.literal(checksum),
+                self.literal(state.as_str()),
+                self.now(),
+                duration_ms.map_or_else(|| self.elapsed_ms().to_string(), |d| d.to_string()),
+                self.literal(applied_by),
+            ),
+            HistoryChange::MarkApplied {
+                version,
+                duration_ms,
+            } => format!(
+                "UPDATE {t} SET state = 'applied', duration_ms = {duration_ms}, applied_at = {} \
+                 WHERE version = {version}",
+                self.now()
+            ),
+            HistoryChange::SetState { version, state } => format!(
+                "UPDATE {t} SET state = {} WHERE version = {version}",
+                self.literal(state.as_str())
+            ),
+            HistoryChange::SetChecksum { version, checksum } => format!(
+                "UPDATE {t} SET checksum = {} WHERE version = {version}",
+                self.literal(checksum)
+            ),
+            HistoryChange::Delete { version } => {
+                format!("DELETE FROM {t} WHERE version = {version}")
+            }
+        }
+    }
+
+    /// Rows of (kind, name) for every object `fresh` drops.
+    pub fn list_objects_sql(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => {
+                "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') \
+                 AND name NOT LIKE 'sqlite_%'"
+            }
+            Dialect::Postgres => {
+                "SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' \
+                 WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'table' END, c.relname::text \
+                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') \
+                 AND NOT c.relispartition \
+                 UNION ALL \
+                 SELECT 'type', t.typname::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
+                 WHERE n.nspname = current_schema() AND (t.typtype IN ('e', 'd') OR (t.typtype = 'c' AND \
+                 (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c'))"
+            }
+            Dialect::Mysql => {
+                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, CAST(table_name AS CHAR) \
+                 FROM information_schema.tables WHERE table_schema = DATABASE()"
+            }
+        }
+    }
+
+    /// One script dropping `objects`, views before tables, ignoring foreign keys.
+    pub fn drop_sql(self, objects: &[DbObject]) -> String {
+        let mut statements = Vec::new();
+        if self == Dialect::Mysql {
+            statements.push("SET FOREIGN_KEY_CHECKS = 0".to_string());
+        }
+        if self == Dialect::Sqlite {
+            statements.push("PRAGMA foreign_keys = OFF".to_string());
+        }
+        for kind in [
+            "view",
+            "materialized view",
+            "table",
+            "foreign table",
+            "sequence",
+            "type",
+        ] {
+            let names: Vec<String> = objects
+                .iter()
+                .filter(|o| o.kind == kind)
+                .map(|o| self.ident(&o.name))
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            let keyword = kind.to_ascii_uppercase();
+            match self {
+                // SQLite drops one object per statement and has no CASCADE.
+                Dialect::Sqlite => statements.extend(
+                    names
+                        .iter()
+                        .map(|n| format!("DROP {keyword} IF EXISTS {n}")),
+                ),
+                Dialect::Postgres => statements.push(format!(
+                    "DROP {keyword} IF EXISTS {} CASCADE",
+                    names.join(", ")
+                )),
+                Dialect::Mysql => {
+                    statements.push(format!("DROP {keyword} IF EXISTS {}", names.join(", ")))
+                }
+            }
+        }
+        if self == Dialect::Mysql {
+            statements.push("SET FOREIGN_KEY_CHECKS = 1".to_string());
+        }
+        if self == Dialect::Sqlite {
+            statements.push("PRAGMA foreign_keys = ON".to_string());
+        }
+        statements.join(";\n")
+    }
+}
+
+/// Builds a history statement once the step's duration is known (`None`: measured in SQL).
+pub(crate) type RecordFn<'a> = dyn Fn(Option<std::time::Duration>) -> String + Send + Sync + 'a;
+
+/// What a SQL driver module provides: run text, read rows as text.
+#[async_trait]
+pub(crate) trait SqlDriver: Send {
+    fn dialect(&self) -> Dialect;
+
+    /// Runs one or more statements as sent (no prepared statement, no implicit transaction
+    /// beyond what the database itself does with a multi-statement string).
+    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error>;
+
+    /// Runs a query whose columns are all text (or NULL).
+    async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>;
+
+    /// Runs `step` and then the statement `record` builds (given the step's measured
+    /// duration, or `None` when the database measures it) so that both commit or neither
+    /// does. Without `record`, just runs the step in a transaction.
+    async fn execute_atomically(
+        &mut self,
+        step: &str,
+        record: Option<&RecordFn<'_>>,
+    ) -> Result<(), sqlx::Error> {
+        self.execute(self.dialect().begin()).await?;
+        let started = std::time::Instant::now();
+        let mut result = self.execute(step).await;
+        if let (Ok(()), Some(record)) = (&result, record) {
+            result = self.execute(&record(Some(started.elapsed()))).await;
+        }
+        match result {
+            Ok(()) => self.execute("COMMIT").await,
+            Err(error) => {
+                // The step's own error is what matters; a failed rollback ends with the session.
+                let _ = self.execute("ROLLBACK").await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Whether DDL can be rolled back (false on MySQL, where it commits implicitly).
+    fn transactional_ddl(&self) -> bool {
+        true
+    }
+
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        None
+    }
+
+    async fn close(self: Box<Self>);
+}
+
+/// A [`Backend`] for any SQL database, given its driver.
+pub(crate) struct SqlBackend<D> {
+    pub driver: D,
+    pub kind: BackendKind,
+    pub connection: String,
+}
+
+impl<D: SqlDriver> SqlBackend<D> {
+    fn history_error(&self, error: sqlx::Error) -> Error {
+        Error::history(&self.connection, database_message(&error))
+    }
+
+    /// Which of the history table and its meta table exist.
+    async fn existing(&mut self, table: &str) -> Result<(bool, bool)> {
+        let meta = Dialect::meta_table(table);
+        let sql = self.driver.dialect().existing_tables_sql(&[table, &meta]);
+        let rows = self
+            .driver
+            .fetch_text(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        let has = |name: &str| {
+            rows.iter()
+                .any(|r| r.first().and_then(|c| c.as_deref()) == Some(name))
+        };
+        Ok((has(table), has(&meta)))
+    }
+
+    async fn layout_version(&mut self, table: &str) -> Result<i64> {
+        let sql = self.driver.dialect().layout_sql(table);
+        let rows = self
+            .driver
+            .fetch_text(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        let value = rows.first().and_then(|r| r.first().cloned().flatten());
+        value.and_then(|v| v.parse().ok()).ok_or_else(|| {
+            Error::history(
+                &self.connection,
+                format!(
+                    "`{table}_meta` has no readable layout_version; it was not written by dirthara"
+                ),
+            )
+        })
+    }
+
+    fn check_layout(&self, table: &str, layout: i64) -> Result<()> {
+        if layout > HISTORY_LAYOUT_VERSION {
+            return Err(Error::history(
+                &self.connection,
+                format!(
+                    "`{table}` was written by a newer dirthara (history layout {layout}; this build \
+                     understands up to {HISTORY_LAYOUT_VERSION}). Upgrade dirthara: an older build \
+                     must not write to it"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    async fn select_history(&mut self, table: &str) -> Result<Vec<AppliedMigration>> {
+        let sql = self.driver.dialect().select_history_sql(table);
+        let rows = self
+            .driver
+            .fetch_text(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        rows.into_iter()
+            .map(|row| {
+                parse_history_row(&row).ok_or_else(|| {
+                    Error::history(
+                        &self.connection,
+                        format!("`{table}` has a malformed row: {row:?}"),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+fn parse_history_row(row: &[Option<String>]) -> Option<AppliedMigration> {
+    let text = |i: usize| row.get(i).cloned().flatten();
+    Some(AppliedMigration {
+        version: text(0)?.parse().ok()?,
+        name: text(1)?,
+        checksum: text(2)?,
+        batch: text(3)?.parse().ok()?,
+        state: RecordState::parse(&text(4)?)?,
+        applied_at: text(5).unwrap_or_default(),
+        duration_ms: text(6)?.parse().ok()?,
+        applied_by: text(7).unwrap_or_default(),
+    })
+}
+
+#[async_trait]
+impl<D: SqlDriver> Backend for SqlBackend<D> {
+    fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    fn connection(&self) -> &str {
+        &self.connection
+    }
+
+    async fn read_history(&mut self, table: &str) -> Result<Option<Vec<AppliedMigration>>> {
+        let (history, meta) = self.existing(table).await?;
+        if meta {
+            let layout = self.layout_version(table).await?;
+            self.check_layout(table, layout)?;
+        }
+        if !history {
+            return Ok(None);
+        }
+        if !meta {
+            return Err(foreign_table(&self.connection, table));
+        }
+        self.select_history(table).await.map(Some)
+    }
+
+    async fn prepare_history(&mut self, table: &str) -> Result<()> {
+        let (history, meta) = self.existing(table).await?;
+        let dialect = self.driver.dialect();
+        match (history, meta) {
+            (true, false) => return Err(foreign_table(&self.connection, table)),
+            (_, true) => {
+                let layout = self.layout_version(table).await?;
+                self.check_layout(table, layout)?;
+                // Layout 1 is the first; later layouts add their in-place upgrades here.
+            }
+            (false, false) => {
+                let sql = dialect.create_meta_sql(table);
+                self.driver
+                    .execute(&sql)
+                    .await
+                    .map_err(|e| self.history_error(e))?;
+            }
+        }
+        if !history {
+            let sql = dialect.create_history_sql(table);
+            self.driver
+                .execute(&sql)
+                .await
+                .map_err(|e| self.history_error(e))?;
+        }
+        Ok(())
+    }
+
+    fn transactional_ddl(&self) -> bool {
+        self.driver.transactional_ddl()
+    }
+
+    async fn run_step(
+        &mut self,
+        text: &str,
+        transactional: bool,
+    ) -> std::result::Result<(), String> {
+        let result = if transactional {
+            self.driver.execute_atomically(text, None).await
+        } else {
+            self.driver.execute(text).await
+        };
+        result.map_err(|e| database_message(&e))
+    }
+
+    async fn run_step_recorded(
+        &mut self,
+        text: &str,
+        table: &str,
+        change: &HistoryChange,
+    ) -> std::result::Result<(), String> {
+        let dialect = self.driver.dialect();
+        let record = |elapsed: Option<std::time::Duration>| match elapsed {
+            Some(elapsed) => dialect.change_sql(table, &change.measured(elapsed)),
+            None => dialect.change_sql(table, change),
+        };
+        self.driver
+            .execute_atomically(text, Some(&record))
+            .await
+            .map_err(|e| database_message(&e))
+    }
+
+    async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()> {
+        let sql = self.driver.dialect().change_sql(table, change);
+        self.driver
+            .execute(&sql)
+            .await
+            .map_err(|e| self.history_error(e))
+    }
+
+    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
+        let dialect = self.driver.dialect();
+        let rows = self
+            .driver
+            .fetch_text(dialect.list_objects_sql())
+            .await
+            .map_err(|e| self.history_error(e))?;
+        let objects: Vec<DbObject> = rows
+            .into_iter()
+            .filter_map(
+                |r| match (r.first().cloned().flatten(), r.get(1).cloned().flatten()) {
+                    (Some(kind), Some(name)) if !keep.contains(&name) => {
+                        Some(DbObject { kind, name })
+                    }
+                    _ => None,
+                },
+            )
+            .collect();
+        if objects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let sql = dialect.drop_sql(&objects);
+        self.driver
+            .execute(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        Ok(objects.into_iter().map(|o| o.name).collect())
+    }
+
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        self.driver.session_lock()
+    }
+
+    async fn close(self: Box<Self>) {
+        Box::new(self.driver).close().await
+    }
+}
+
+fn foreign_table(connection: &str, table: &str) -> Error {
+    Error::history(
+        connection,
+        format!(
+            "a table named `{table}` exists but was not created by dirthara (there is no \
+             `{table}_meta`); choose another name with --history-table / `history_table`"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_are_escaped_per_dialect() {
+        assert_eq!(Dialect::Postgres.literal("it's"), "'it''s'");
+        assert_eq!(Dialect::Mysql.literal("a\\'b"), "'a\\\\''b'");
+        assert_eq!(Dialect::Mysql.ident("we`ird"), "`we``ird`");
+        assert_eq!(Dialect::Sqlite.ident("t"), "\"t\"");
+    }
+
+    #[test]
+    fn history_rows_parse_and_malformed_rows_do_not() {
+        let row: Vec<Option<String>> = [
+            "7",
+            "init",
+            "ab",
+            "2",
+            "applied",
+            "2024-01-01T00:00:00Z",
+            "12",
+            "h:1",
+        ]
+        .iter()
+        .map(|s| Some(s.to_string()))
+        .collect();
+        let parsed = parse_history_row(&row).unwrap();
+        assert_eq!(
+            (parsed.version, parsed.batch, parsed.state),
+            (7, 2, RecordState::Applied)
+        );
+        let mut bad = row.clone();
+        bad[4] = Some("exploded".into());
+        assert!(parse_history_row(&bad).is_none());
+    }
+
+    #[test]
+    fn fresh_drops_views_before_tables() {
+        let objects = vec![
+            DbObject {
+                kind: "table".into(),
+                name: "a".into(),
+            },
+            DbObject {
+                kind: "view".into(),
+                name: "v".into(),
+            },
+        ];
+        let sql = Dialect::Postgres.drop_sql(&objects);
+        assert_eq!(
+            sql,
+            "DROP VIEW IF EXISTS \"v\" CASCADE;\nDROP TABLE IF EXISTS \"a\" CASCADE"
+        );
+    }
+}

@@ -1,0 +1,60 @@
+//! SQLite: history and steps on one connection; no lock of its own (the engine refuses
+//! `locking = true` before connecting, see `lock::Strategy`).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
+use sqlx::{ConnectOptions, Connection, Executor, Row};
+
+use super::sql::{Dialect, SqlBackend, SqlDriver};
+use super::{connect_failure, Backend, BackendKind, ConnectFailure, ConnectRequest};
+
+pub(crate) struct SqliteDriver {
+    conn: SqliteConnection,
+}
+
+pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
+    let options = SqliteConnectOptions::from_str(&request.url)
+        .map_err(|e| ConnectFailure {
+            message: format!("invalid SQLite URL: {e}"),
+            transient: false,
+        })?
+        .create_if_missing(true)
+        // Another process writing at the same moment makes us wait a little, not fail at once.
+        .busy_timeout(Duration::from_secs(5))
+        .disable_statement_logging();
+    let conn = options.connect().await.map_err(connect_failure)?;
+    Ok(Box::new(SqlBackend {
+        driver: SqliteDriver { conn },
+        kind: BackendKind::Sqlite,
+        connection: request.name.clone(),
+    }))
+}
+
+#[async_trait]
+impl SqlDriver for SqliteDriver {
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+
+    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        self.conn.execute(sql).await.map(|_| ())
+    }
+
+    async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {
+        let rows = self.conn.fetch_all(sql).await?;
+        rows.iter()
+            .map(|row| {
+                (0..row.len())
+                    .map(|i| row.try_get::<Option<String>, _>(i))
+                    .collect()
+            })
+            .collect()
+    }
+
+    async fn close(self: Box<Self>) {
+        let _ = self.conn.close().await;
+    }
+}
