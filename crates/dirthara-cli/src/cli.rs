@@ -1,0 +1,194 @@
+//! The command line, as clap sees it. Nothing here touches a database.
+
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "dirthara",
+    version,
+    about = "Database schema migrations that stay correct when two deploys collide",
+    long_about = "Database schema migrations that stay correct when two deploys collide.\n\n\
+                  Every command that changes the database takes the lock `dirthara:migrations` on \
+                  the history connection before reading the history; a second runner waits for it \
+                  (PostgreSQL, MySQL/MariaDB) and then finds nothing left to do. SQLite has no lock: \
+                  runs there need --no-lock.",
+    propagate_version = true
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Database URL of the `default` connection (postgres://, mysql://, mariadb://, sqlite:)
+    #[arg(
+        short = 'd',
+        long,
+        env = "DATABASE_URL",
+        hide_env_values = true,
+        global = true
+    )]
+    pub database_url: Option<String>,
+
+    /// Migration directory; repeat for several, loaded in order [default: migrations]
+    #[arg(long = "dir", value_name = "DIR", global = true)]
+    pub dirs: Vec<PathBuf>,
+
+    /// Configuration file [default: ./dirthara.toml when present]
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Run without the migration lock (same as --locking off); only safe with a single runner
+    #[arg(long, global = true, conflicts_with = "locking")]
+    pub no_lock: bool,
+
+    /// Which lock to take: auto (the database's native lock), session, or off
+    #[arg(long, value_enum, global = true)]
+    pub locking: Option<LockingArg>,
+
+    /// How long to wait for a lock another runner holds: 0, a duration (30s, 5m), or forever
+    /// [default: forever for session locks]
+    #[arg(long, value_name = "WAIT", global = true, value_parser = parse_lock_wait)]
+    pub lock_wait: Option<dirthara::LockWait>,
+
+    /// How long to keep retrying a database that is not reachable yet [default: 30s]
+    #[arg(long, value_name = "DURATION", global = true, value_parser = parse_duration)]
+    pub connect_timeout: Option<std::time::Duration>,
+
+    /// Name of the history table [default: dirthara_migrations]
+    #[arg(long, value_name = "NAME", global = true)]
+    pub history_table: Option<String>,
+
+    /// Refuse pending migrations older than the newest applied one instead of warning
+    #[arg(long, global = true)]
+    pub strict: bool,
+
+    /// Output format: human, json (one document), ndjson (events as they happen)
+    #[arg(long, value_enum, default_value_t = OutputFormat::Human, global = true)]
+    pub output: OutputFormat,
+
+    /// Print only errors and results
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Print more (lock and per-step progress)
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+}
+
+fn parse_lock_wait(text: &str) -> Result<dirthara::LockWait, String> {
+    dirthara::LockWait::parse(text).ok_or_else(|| {
+        format!("`{text}` is not a wait: use 0, a duration such as 30s or 5m, or forever")
+    })
+}
+
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    dirthara::config::parse_duration(text)
+        .ok_or_else(|| format!("`{text}` is not a duration: use e.g. 500ms, 30s, 5m"))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LockingArg {
+    Auto,
+    Session,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    Human,
+    Json,
+    Ndjson,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Apply every pending migration, in version order, as one new batch
+    #[command(visible_alias = "up")]
+    Migrate,
+    /// Reverse the last batch (or --steps N, --to V, --all), newest first
+    Rollback(RollbackArgs),
+    /// Reverse the most recently applied migration
+    Down,
+    /// Move the database to VERSION: up through it, or down until it is the newest applied (0: empty)
+    To { version: i64 },
+    /// Reverse every applied migration, then apply all, under one lock
+    Refresh,
+    /// Drop every table of the database, then apply all migrations (destroys data)
+    Fresh {
+        /// Do not ask for confirmation (required when not on a terminal)
+        #[arg(long)]
+        force: bool,
+    },
+    /// Show what a command would run, with its SQL, without taking the lock or changing anything
+    Preview {
+        #[command(subcommand)]
+        command: PreviewCommand,
+    },
+    /// Show every migration's state, and the lock's
+    Status,
+    /// Show who holds the migration lock; with --force, release it
+    Unlock {
+        /// Release the lock unconditionally (ends the holding session)
+        #[arg(long)]
+        force: bool,
+    },
+    /// Create the next migration's files with a timestamp version
+    New {
+        /// Name of the migration: letters, digits, `_` and `-`
+        name: String,
+        /// Create only an up file (an irreversible migration)
+        #[arg(long)]
+        irreversible: bool,
+    },
+    /// Record what you fixed by hand after DIRTY_MIGRATION, or accept an edited file's checksum
+    #[command(group(ArgGroup::new("resolution").required(true).args(["applied", "rolled_back", "accept_checksum"])))]
+    Resolve {
+        version: i64,
+        /// The dirty migration's changes are in place: mark it applied
+        #[arg(long)]
+        applied: bool,
+        /// The dirty migration's changes are not in place: forget it
+        #[arg(long)]
+        rolled_back: bool,
+        /// The applied migration's file was edited on purpose: record its new checksum
+        #[arg(long)]
+        accept_checksum: bool,
+    },
+    /// Adopt an existing database: record every migration up to VERSION as applied without running it
+    Baseline { version: i64 },
+    /// Print a shell completion script
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("scope").args(["steps", "to", "all"])))]
+pub struct RollbackArgs {
+    /// Reverse the N most recently applied migrations
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub steps: Option<u64>,
+    /// Reverse every migration applied after version V (0: all)
+    #[arg(long, value_name = "V")]
+    pub to: Option<i64>,
+    /// Reverse every applied migration
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PreviewCommand {
+    #[command(visible_alias = "up")]
+    Migrate,
+    Rollback(RollbackArgs),
+    Down,
+    To {
+        version: i64,
+    },
+    Refresh,
+    Fresh,
+}

@@ -1,0 +1,47 @@
+//! `dirthara`: a thin shell over the library. Parse → validated config → one library call
+//! → render; exit codes are decided in one place, [`exit_code`].
+
+mod cli;
+mod commands;
+mod render;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let renderer = render::Renderer {
+        format: cli.global.output,
+        quiet: cli.global.quiet,
+        verbose: cli.global.verbose,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("Error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(commands::execute(cli, renderer));
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            renderer.error(&failure.error);
+            exit_code(&failure)
+        }
+    }
+}
+
+/// 1 for every error; 130 / 143 when a SIGINT / SIGTERM interrupted the run.
+fn exit_code(failure: &commands::Failure) -> ExitCode {
+    match (failure.error.code(), failure.signal) {
+        (dirthara::Code::Interrupted, Some(commands::Signal::Terminate)) => ExitCode::from(143),
+        (dirthara::Code::Interrupted, _) => ExitCode::from(130),
+        _ => ExitCode::FAILURE,
+    }
+}

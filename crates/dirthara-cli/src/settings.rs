@@ -1,0 +1,113 @@
+//! Flags, environment and `dirthara.toml` merged into one validated [`Config`], in that
+//! order of precedence: flags over environment over file.
+
+use std::path::{Path, PathBuf};
+
+use dirthara::{Config, Error, Locking};
+
+use crate::cli::{GlobalArgs, LockingArg};
+
+const DEFAULT_CONFIG_FILE: &str = "dirthara.toml";
+
+pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
+    let mut config = Config::default();
+    match &args.config {
+        Some(path) => config.merge_file(path)?,
+        None if Path::new(DEFAULT_CONFIG_FILE).is_file() => {
+            config.merge_file(Path::new(DEFAULT_CONFIG_FILE))?
+        }
+        None => {}
+    }
+    config.merge_env(environment())?;
+    if let Some(url) = &args.database_url {
+        config.connections.insert(
+            dirthara::migration::DEFAULT_CONNECTION.to_string(),
+            url.clone(),
+        );
+    }
+    if !args.dirs.is_empty() {
+        config.directories = args.dirs.clone();
+    }
+    if args.no_lock {
+        config.locking = Locking::Off;
+    }
+    if let Some(locking) = args.locking {
+        config.locking = match locking {
+            LockingArg::Auto => Locking::Auto,
+            LockingArg::Session => Locking::Session,
+            LockingArg::Off => Locking::Off,
+        };
+    }
+    if let Some(wait) = args.lock_wait {
+        config.lock_wait = Some(wait);
+    }
+    if let Some(timeout) = args.connect_timeout {
+        config.connect_timeout = timeout;
+    }
+    if let Some(table) = &args.history_table {
+        config.history_table = table.clone();
+    }
+    config.strict |= args.strict;
+    Ok(config)
+}
+
+/// The process environment, with `.env` (when present) filling in what is not already set.
+fn environment() -> Vec<(String, String)> {
+    let mut vars: Vec<(String, String)> = std::env::vars().collect();
+    if let Ok(text) = std::fs::read_to_string(".env") {
+        for (key, value) in parse_dotenv(&text) {
+            if !vars.iter().any(|(k, _)| *k == key) {
+                vars.push((key, value));
+            }
+        }
+    }
+    vars
+}
+
+/// `KEY=VALUE` lines; `#` comments, `export ` prefixes and surrounding quotes are allowed.
+fn parse_dotenv(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .filter_map(|line| {
+            let line = line.strip_prefix("export ").unwrap_or(line);
+            let (key, value) = line.split_once('=')?;
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+                .unwrap_or(value);
+            Some((key.trim().to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+/// Where `new` writes: the first configured directory.
+pub fn new_migration_dir(config: &Config) -> Result<PathBuf, Error> {
+    config.directories.first().cloned().ok_or_else(|| {
+        dirthara::Error::new(dirthara::ErrorKind::Config {
+            message: "no migration directory is configured (`directories` is empty); pass --dir"
+                .into(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dotenv_lines_parse() {
+        let vars = parse_dotenv(
+            "# comment\nDATABASE_URL=\"sqlite:x.db\"\nexport DIRTHARA_LOCKING=off\nBAD LINE\n",
+        );
+        assert_eq!(
+            vars,
+            vec![
+                ("DATABASE_URL".to_string(), "sqlite:x.db".to_string()),
+                ("DIRTHARA_LOCKING".to_string(), "off".to_string())
+            ]
+        );
+    }
+}

@@ -1,0 +1,4 @@
+CREATE TABLE authors (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);

@@ -1,0 +1,1 @@
+DELETE FROM authors WHERE name IN ('Ursula K. Le Guin', 'Octavia E. Butler');

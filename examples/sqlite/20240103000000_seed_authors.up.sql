@@ -1,0 +1,1 @@
+INSERT INTO authors (name) VALUES ('Ursula K. Le Guin'), ('Octavia E. Butler');
