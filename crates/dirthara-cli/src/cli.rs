@@ -116,7 +116,10 @@ pub enum Command {
     /// Reverse the most recently applied migration
     Down,
     /// Move the database to VERSION: up through it, or down until it is the newest applied (0: empty)
-    To { version: i64 },
+    To {
+        #[arg(value_name = "VERSION")]
+        target: i64,
+    },
     /// Reverse every applied migration, then apply all, under one lock
     Refresh,
     /// Drop every table of the database, then apply all migrations (destroys data)
@@ -149,7 +152,8 @@ pub enum Command {
     /// Record what you fixed by hand after DIRTY_MIGRATION, or accept an edited file's checksum
     #[command(group(ArgGroup::new("resolution").required(true).args(["applied", "rolled_back", "accept_checksum"])))]
     Resolve {
-        version: i64,
+        #[arg(value_name = "VERSION")]
+        migration: i64,
         /// The dirty migration's changes are in place: mark it applied
         #[arg(long)]
         applied: bool,
@@ -161,7 +165,10 @@ pub enum Command {
         accept_checksum: bool,
     },
     /// Adopt an existing database: record every migration up to VERSION as applied without running it
-    Baseline { version: i64 },
+    Baseline {
+        #[arg(value_name = "VERSION")]
+        target: i64,
+    },
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
 }
@@ -187,7 +194,8 @@ pub enum PreviewCommand {
     Rollback(RollbackArgs),
     Down,
     To {
-        version: i64,
+        #[arg(value_name = "VERSION")]
+        target: i64,
     },
     Refresh,
     Fresh,

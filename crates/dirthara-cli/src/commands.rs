@@ -63,7 +63,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
         Command::Migrate => renderer.run(&migrator.migrate().await?),
         Command::Rollback(args) => renderer.run(&migrator.rollback(rollback_scope(&args)).await?),
         Command::Down => renderer.run(&migrator.rollback(RollbackScope::Steps(1)).await?),
-        Command::To { version } => renderer.run(&migrator.migrate_to(version).await?),
+        Command::To { target } => renderer.run(&migrator.migrate_to(target).await?),
         Command::Refresh => renderer.run(&migrator.refresh().await?),
         Command::Fresh { force } => {
             confirm_fresh(&migrator, force)?;
@@ -74,7 +74,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
                 PreviewCommand::Migrate => Plan::Migrate,
                 PreviewCommand::Rollback(args) => Plan::Rollback(rollback_scope(&args)),
                 PreviewCommand::Down => Plan::Rollback(RollbackScope::Steps(1)),
-                PreviewCommand::To { version } => Plan::MigrateTo(version),
+                PreviewCommand::To { target } => Plan::MigrateTo(target),
                 PreviewCommand::Refresh => Plan::Refresh,
                 PreviewCommand::Fresh => Plan::Fresh,
             };
@@ -84,7 +84,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
         Command::Unlock { force: false } => renderer.lock(&migrator.lock_status().await?),
         Command::Unlock { force: true } => renderer.force_unlock(&migrator.force_unlock().await?),
         Command::Resolve {
-            version,
+            migration,
             applied,
             rolled_back,
             ..
@@ -96,9 +96,9 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             } else {
                 Resolution::AcceptChecksum
             };
-            renderer.run(&migrator.resolve(version, resolution).await?)
+            renderer.run(&migrator.resolve(migration, resolution).await?)
         }
-        Command::Baseline { version } => renderer.run(&migrator.baseline(version).await?),
+        Command::Baseline { target } => renderer.run(&migrator.baseline(target).await?),
         Command::Completions { .. } | Command::New { .. } => unreachable!("handled above"),
     }
     Ok(())

@@ -53,9 +53,12 @@ pub struct LockHolder {
     pub application: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_address: Option<String>,
-    /// When the holding session started (UTC, RFC 3339), or how long ago.
+    /// When the holding session started (UTC, RFC 3339).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
+    /// What the holder is doing, where the database can tell (MySQL: its statement and for how long).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity: Option<String>,
 }
 
 impl fmt::Display for LockHolder {
@@ -72,6 +75,9 @@ impl fmt::Display for LockHolder {
         }
         if let Some(since) = &self.since {
             parts.push(format!("since {since}"));
+        }
+        if let Some(activity) = &self.activity {
+            parts.push(activity.clone());
         }
         if parts.is_empty() {
             f.write_str("an unidentified session")

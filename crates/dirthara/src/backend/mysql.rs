@@ -95,6 +95,16 @@ impl MySqlDriver {
     }
 }
 
+/// A text column; MariaDB reports some computed text (e.g. CONCAT over casts) as VARBINARY.
+fn text_column(row: &sqlx::mysql::MySqlRow, index: usize) -> Result<Option<String>, sqlx::Error> {
+    match row.try_get::<Option<String>, _>(index) {
+        Ok(value) => Ok(value),
+        Err(_) => Ok(row
+            .try_get::<Option<Vec<u8>>, _>(index)?
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())),
+    }
+}
+
 #[async_trait]
 impl SqlDriver for MySqlDriver {
     fn dialect(&self) -> Dialect {
@@ -168,7 +178,7 @@ impl SessionLock for MySqlDriver {
             return Ok(None);
         };
         let row = sqlx::query(
-            "SELECT CAST(HOST AS CHAR), CAST(TIME AS SIGNED), CAST(COALESCE(INFO, COMMAND) AS CHAR) \
+            "SELECT CAST(HOST AS CHAR), CAST(TIME AS SIGNED), CAST(INFO AS CHAR) \
              FROM information_schema.PROCESSLIST WHERE ID = ?",
         )
         .bind(id)
@@ -180,18 +190,19 @@ impl SessionLock for MySqlDriver {
             ..LockHolder::default()
         };
         if let Some(row) = row {
-            holder.client_address = row.try_get::<Option<String>, _>(0).ok().flatten();
+            holder.client_address = text_column(&row, 0).ok().flatten();
             let seconds: Option<i64> = row.try_get(1).ok().flatten();
-            holder.since = seconds.map(|s| format!("{s}s in its current statement"));
-            holder.application = row
-                .try_get::<Option<String>, _>(2)
-                .ok()
-                .flatten()
-                .map(|info| {
-                    let mut info = info.replace('\n', " ");
-                    info.truncate(60);
-                    format!("connection {id} running: {info}")
-                });
+            let info = text_column(&row, 2).ok().flatten();
+            // MySQL has no session name others can read (sqlx cannot send connection
+            // attributes), so the holder is named by connection id, address and activity.
+            holder.activity = Some(match info {
+                Some(statement) => {
+                    let mut statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
+                    statement.truncate(48);
+                    format!("busy with `{statement}` for {}s", seconds.unwrap_or(0))
+                }
+                None => format!("idle for {}s", seconds.unwrap_or(0)),
+            });
         }
         Ok(Some(holder))
     }
@@ -202,7 +213,7 @@ impl SessionLock for MySqlDriver {
         };
         let id = holder.session_id.unwrap_or_default();
         self.conn
-            .execute(format!("KILL {id}").as_str())
+            .execute(format!("KILL CONNECTION {id}").as_str())
             .await
             .map_err(|e| self.lock_error(e))?;
         Ok(vec![format!(

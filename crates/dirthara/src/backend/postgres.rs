@@ -197,6 +197,7 @@ impl SessionLock for PgDriver {
             application: row.try_get::<String, _>(1).ok().filter(|a| !a.is_empty()),
             client_address: row.try_get(2).ok(),
             since: row.try_get(3).ok(),
+            activity: None,
         }))
     }
 
