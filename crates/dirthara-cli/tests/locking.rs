@@ -1,0 +1,484 @@
+//! The session lock against real servers, with real `dirthara` processes: contention,
+//! bounded waits, crashed holders, and the CREATE INDEX CONCURRENTLY deadlock other tools ship.
+
+mod servers;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use servers::{applied_versions, dirthara, text, Migrations, Server, TestDb};
+
+fn spawn(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a child, killing it (and failing) if it runs past `limit`: a deadlock watchdog.
+fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "runner still running after {limit:?} (deadlock?): {:?}",
+                text(&output)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Polls `dirthara unlock` until the lock is held (or panics after 20 s).
+fn wait_until_held(db: &TestDb, dir: &std::path::Path) {
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(20) {
+        let out = dirthara(&db.url, dir, &["unlock", "--output", "json"])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if doc["state"] == "held" {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the first runner never took the lock");
+}
+
+async fn contention(server: Server, rounds: usize) {
+    for round in 0..rounds {
+        let Some(db) = TestDb::create(server).await else {
+            return;
+        };
+        let m = Migrations::tables(50);
+        let runners: Vec<Child> = (0..8)
+            .map(|_| {
+                spawn(dirthara(
+                    &db.url,
+                    m.path(),
+                    &["migrate", "--output", "json"],
+                ))
+            })
+            .collect();
+        let outputs: Vec<Output> = runners
+            .into_iter()
+            .map(|c| wait_with_watchdog(c, Duration::from_secs(120)))
+            .collect();
+        let mut winners = 0;
+        for output in &outputs {
+            assert!(output.status.success(), "round {round}: {:?}", text(output));
+            match applied_versions(output).len() {
+                50 => winners += 1,
+                0 => {}
+                n => panic!(
+                    "round {round}: a runner applied {n} of 50: {:?}",
+                    text(output)
+                ),
+            }
+        }
+        assert_eq!(
+            winners, 1,
+            "round {round}: exactly one runner applies everything"
+        );
+        let history = db.history().await;
+        assert_eq!(history.len(), 50);
+        assert!(history
+            .iter()
+            .all(|(_, batch, state)| *batch == 1 && state == "applied"));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eight_runners_at_once_apply_each_migration_exactly_once_postgres() {
+    contention(Server::Postgres, 5).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn eight_runners_at_once_apply_each_migration_exactly_once_mysql() {
+    contention(Server::Mysql, 5).await;
+}
+
+async fn bounded_wait_then_default_wait(server: Server) {
+    let Some(db) = TestDb::create(server).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(
+        1,
+        "slow",
+        &format!("CREATE TABLE slow (id INT);\n{}", server.sleep(3.0)),
+        None,
+    );
+    let holder = spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "json"],
+    ));
+    wait_until_held(&db, m.path());
+
+    let started = Instant::now();
+    let out = dirthara(&db.url, m.path(), &["migrate", "--lock-wait", "1s"])
+        .output()
+        .unwrap();
+    let waited = started.elapsed();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [MIGRATION_LOCK_HELD]"), "{stderr}");
+    assert!(
+        stderr.contains("dirthara:migrations") && stderr.contains("`default`"),
+        "{stderr}"
+    );
+    // PostgreSQL names the runner (application_name); MySQL names the connection and what
+    // it is doing.
+    let named = match server {
+        Server::Postgres => stderr.contains("`dirthara migrate "),
+        Server::Mysql => {
+            stderr.contains("session ") && stderr.contains("busy with `SELECT SLEEP(3)`")
+        }
+    };
+    assert!(named, "names the holder: {stderr}");
+    assert!(
+        waited >= Duration::from_secs(1),
+        "gave up before the wait ran out: {waited:?}"
+    );
+
+    // The default wait is forever: this one waits, then finds nothing left to do.
+    let patient = spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "json"],
+    ));
+    let first = wait_with_watchdog(holder, Duration::from_secs(60));
+    assert_eq!(applied_versions(&first), vec![1]);
+    let second = wait_with_watchdog(patient, Duration::from_secs(60));
+    assert!(second.status.success(), "{:?}", text(&second));
+    assert_eq!(applied_versions(&second), Vec::<i64>::new());
+    let (_, stderr) = text(&second);
+    assert!(
+        stderr.contains("waiting for lock `dirthara:migrations`"),
+        "{stderr}"
+    );
+    assert_eq!(db.history().await.len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bounded_wait_fails_with_lock_held_and_the_default_wait_succeeds_postgres() {
+    bounded_wait_then_default_wait(Server::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bounded_wait_fails_with_lock_held_and_the_default_wait_succeeds_mysql() {
+    bounded_wait_then_default_wait(Server::Mysql).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_killed_mid_migration_frees_the_lock_and_leaves_nothing_behind_postgres() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "first", "CREATE TABLE first (id INT)", None);
+    m.add(
+        2,
+        "slow",
+        "CREATE TABLE slow (id INT);\nSELECT pg_sleep(30);",
+        None,
+    );
+    let mut victim = spawn(dirthara(&db.url, m.path(), &["migrate"]));
+    // Wait until it is inside migration 2.
+    let started = Instant::now();
+    while db.strings("SELECT query FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()").await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(20), "never reached the slow migration");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    victim.kill().unwrap(); // SIGKILL
+    victim.wait().unwrap();
+
+    // The next runner gets the lock within 5 s (the server notices the dead client within
+    // its 1 s connection check), and finds neither table nor record of migration 2.
+    let fixed = Migrations::new();
+    fixed.add(1, "first", "CREATE TABLE first (id INT)", None);
+    fixed.add(2, "slow", "CREATE TABLE slow (id INT)", None);
+    let out = dirthara(
+        &db.url,
+        fixed.path(),
+        &["migrate", "--lock-wait", "5s", "--output", "json"],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(applied_versions(&out), vec![2]);
+    assert_eq!(
+        db.history().await.iter().map(|h| h.0).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_runner_killed_mid_migration_leaves_a_dirty_record_that_resolve_clears_mysql() {
+    let Some(db) = TestDb::create(Server::Mysql).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "first", "CREATE TABLE first (id INT)", None);
+    m.add(
+        2,
+        "slow",
+        "CREATE TABLE slow (id INT);\nSELECT SLEEP(3);",
+        None,
+    );
+    let mut victim = spawn(dirthara(&db.url, m.path(), &["migrate"]));
+    let started = Instant::now();
+    while !db.tables().await.contains(&"slow".to_string()) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never reached the slow migration"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+
+    // MySQL releases the lock once the orphaned statement ends; the next run then sees the
+    // half-done migration instead of re-running or skipping it.
+    let out = dirthara(&db.url, m.path(), &["migrate", "--lock-wait", "30s"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [DIRTY_MIGRATION]"), "{stderr}");
+    assert!(stderr.contains("migration 2 (slow)"), "{stderr}");
+    assert!(stderr.contains("dirthara resolve 2 --applied"), "{stderr}");
+
+    // The table is there and the sleep does not matter: the operator records it as applied.
+    let out = dirthara(&db.url, m.path(), &["resolve", "2", "--applied"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = dirthara(&db.url, m.path(), &["migrate", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(applied_versions(&out), Vec::<i64>::new());
+    assert!(db.history().await.iter().all(|h| h.2 == "applied"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_index_concurrently_while_another_runner_waits_does_not_deadlock() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(
+        1,
+        "big",
+        "CREATE TABLE big (id INT);\nINSERT INTO big SELECT generate_series(1, 20000);",
+        None,
+    );
+    // Give the second runner time to start waiting before the index build begins.
+    m.add(2, "pause", "SELECT pg_sleep(1.5)", None);
+    m.add(
+        3,
+        "index",
+        "-- dirthara:no-transaction\nCREATE INDEX CONCURRENTLY big_id ON big (id)",
+        None,
+    );
+    let first = spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "json"],
+    ));
+    wait_until_held(&db, m.path());
+    let second = spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "json"],
+    ));
+    let first = wait_with_watchdog(first, Duration::from_secs(60));
+    let second = wait_with_watchdog(second, Duration::from_secs(60));
+    assert!(first.status.success(), "{:?}", text(&first));
+    assert!(second.status.success(), "{:?}", text(&second));
+    assert_eq!(applied_versions(&first), vec![1, 2, 3]);
+    assert_eq!(applied_versions(&second), Vec::<i64>::new());
+    assert_eq!(
+        db.strings("SELECT indexname::text FROM pg_indexes WHERE tablename = 'big'")
+            .await,
+        vec!["big_id".to_string()]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_migration_on_a_named_connection_runs_there_while_history_and_lock_stay_home() {
+    let Some(home) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let Some(analytics) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "users", "CREATE TABLE users (id INT)", None);
+    m.add(
+        2,
+        "facts",
+        "-- dirthara:connection analytics\nCREATE TABLE facts (id INT)",
+        None,
+    );
+    let config = m.path().join("dirthara.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[connections]\ndefault = \"{}\"\nanalytics = \"{}\"\n",
+            home.url, analytics.url
+        ),
+    )
+    .unwrap();
+    let mut cmd = Command::new(servers::bin());
+    cmd.env_remove("DATABASE_URL")
+        .args(["--config"])
+        .arg(&config)
+        .arg("--dir")
+        .arg(m.path())
+        .args(["migrate", "--output", "json"]);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(applied_versions(&out), vec![1, 2]);
+    assert!(analytics.tables().await.contains(&"facts".to_string()));
+    assert!(!analytics
+        .tables()
+        .await
+        .contains(&"dirthara_migrations".to_string()));
+    assert!(!home.tables().await.contains(&"facts".to_string()));
+    // Migration 2 ran elsewhere, so it was bracketed by a `running` record that completed.
+    assert_eq!(
+        home.history().await,
+        vec![(1, 1, "applied".into()), (2, 1, "applied".into())]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unlock_force_terminates_the_holder_which_stops_before_its_next_migration() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "slow", "SELECT pg_sleep(2)", None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let holder = spawn(dirthara(&db.url, m.path(), &["migrate"]));
+    wait_until_held(&db, m.path());
+    let out = dirthara(&db.url, m.path(), &["unlock"]).output().unwrap();
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("held by `dirthara migrate"), "{stdout}");
+    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("terminated session"), "{stdout}");
+    let holder = wait_with_watchdog(holder, Duration::from_secs(30));
+    assert_eq!(holder.status.code(), Some(1));
+    assert!(!db.tables().await.contains(&"next_one".to_string()));
+    // On a free lock, --force is a no-op that succeeds.
+    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(text(&out).0.contains("Nothing to release"));
+}
+
+/// A runner started before its database accepts connections retries until it does.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_database_that_comes_up_late_is_retried_until_it_accepts_connections() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    // A port nobody listens on yet; a forwarder to the real server opens it a second later.
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let late_url = db
+        .url
+        .replace("127.0.0.1:5432", &format!("127.0.0.1:{port}"));
+    assert_ne!(
+        late_url, db.url,
+        "the test expects the default server address"
+    );
+    let m = Migrations::tables(1);
+    let runner = spawn(dirthara(
+        &late_url,
+        m.path(),
+        &["migrate", "--connect-timeout", "20s", "--output", "json"],
+    ));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let forwarder = tokio::spawn(async move {
+        loop {
+            let Ok((mut inbound, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect("127.0.0.1:5432").await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                }
+            });
+        }
+    });
+    let out =
+        tokio::task::spawn_blocking(move || wait_with_watchdog(runner, Duration::from_secs(30)))
+            .await
+            .unwrap();
+    forwarder.abort();
+    let (_, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("waiting for database `default`"),
+        "{stderr}"
+    );
+    assert_eq!(applied_versions(&out), vec![1]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_database_fails_with_connection_error_after_the_timeout() {
+    let m = Migrations::tables(1);
+    let out = dirthara(
+        "postgres://u:hunter2@127.0.0.1:1/x",
+        m.path(),
+        &["migrate", "--connect-timeout", "1s"],
+    )
+    .output()
+    .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr.contains("Error [CONNECTION_ERROR]"), "{stderr}");
+    assert!(stderr.contains("raise --connect-timeout"), "{stderr}");
+    assert!(!stdout.contains("hunter2") && !stderr.contains("hunter2"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_is_negotiated_when_the_url_requires_it() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    if db.strings("SHOW ssl").await != vec!["on".to_string()] {
+        eprintln!("SKIPPED: the test PostgreSQL server has ssl = off");
+        return;
+    }
+    let m = Migrations::tables(1);
+    let url = format!("{}?sslmode=require", db.url);
+    let out = dirthara(&url, m.path(), &["migrate", "--output", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    let ssl_sessions = db
+        .strings("SELECT count(*)::text FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE s.ssl")
+        .await;
+    assert_eq!(applied_versions(&out), vec![1]);
+    assert!(!ssl_sessions.is_empty());
+}

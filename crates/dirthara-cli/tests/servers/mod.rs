@@ -1,0 +1,306 @@
+//! Throwaway databases on the test servers: one uniquely named database per test, dropped
+//! afterwards. Without a server the test is skipped with a message, unless
+//! `DIRTHARA_REQUIRE_SERVERS=1` (set by CI), where a missing server fails the run.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sqlx::{Connection, Executor, MySqlConnection, PgConnection, Row};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Server {
+    Postgres,
+    Mysql,
+}
+
+impl Server {
+    fn admin_url(self) -> String {
+        match self {
+            Server::Postgres => std::env::var("DIRTHARA_TEST_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
+            Server::Mysql => std::env::var("DIRTHARA_TEST_MYSQL_URL")
+                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/mysql".into()),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Server::Postgres => "postgres",
+            Server::Mysql => "mysql",
+        }
+    }
+
+    /// SQL that sleeps for `seconds` on this server.
+    pub fn sleep(self, seconds: f64) -> String {
+        match self {
+            Server::Postgres => format!("SELECT pg_sleep({seconds})"),
+            Server::Mysql => format!("SELECT SLEEP({seconds})"),
+        }
+    }
+}
+
+/// A database created for one test.
+pub struct TestDb {
+    pub server: Server,
+    pub url: String,
+    pub name: String,
+    admin_url: String,
+}
+
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let path_start = base[scheme_end..]
+        .find('/')
+        .map(|i| i + scheme_end)
+        .unwrap_or(base.len());
+    format!("{}/{database}{query}", &base[..path_start])
+}
+
+impl TestDb {
+    /// A fresh database, or `None` (after saying so) when the server is not reachable.
+    pub async fn create(server: Server) -> Option<TestDb> {
+        let admin_url = server.admin_url();
+        let name = format!("dirthara_t_{}_{}", std::process::id(), fastrand_suffix());
+        let created = async {
+            match server {
+                Server::Postgres => {
+                    let mut c = PgConnection::connect(&admin_url).await?;
+                    c.execute(format!("CREATE DATABASE {name}").as_str())
+                        .await?;
+                }
+                Server::Mysql => {
+                    let mut c = MySqlConnection::connect(&admin_url).await?;
+                    c.execute(format!("CREATE DATABASE {name}").as_str())
+                        .await?;
+                }
+            }
+            Ok::<_, sqlx::Error>(())
+        }
+        .await;
+        if let Err(error) = created {
+            let message = format!(
+                "{} test server at {admin_url} is not usable ({error})",
+                server.name()
+            );
+            if std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref() == Ok("1") {
+                panic!("{message}; DIRTHARA_REQUIRE_SERVERS=1 requires it");
+            }
+            eprintln!(
+                "SKIPPED: {message}; set DIRTHARA_TEST_{}_URL to run this test",
+                server.name().to_uppercase()
+            );
+            return None;
+        }
+        Some(TestDb {
+            server,
+            url: with_database(&admin_url, &name),
+            name,
+            admin_url,
+        })
+    }
+
+    pub async fn execute(&self, sql: &str) {
+        match self.server {
+            Server::Postgres => {
+                let mut c = PgConnection::connect(&self.url).await.unwrap();
+                c.execute(sql).await.unwrap();
+            }
+            Server::Mysql => {
+                let mut c = MySqlConnection::connect(&self.url).await.unwrap();
+                c.execute(sql).await.unwrap();
+            }
+        }
+    }
+
+    /// The tables of this database (PostgreSQL: its public schema).
+    pub async fn tables(&self) -> Vec<String> {
+        let sql = match self.server {
+            Server::Postgres => "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
+            Server::Mysql => "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1",
+        };
+        self.strings(sql).await
+    }
+
+    pub async fn strings(&self, sql: &str) -> Vec<String> {
+        match self.server {
+            Server::Postgres => {
+                let mut c = PgConnection::connect(&self.url).await.unwrap();
+                c.fetch_all(sql)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get::<String, _>(0))
+                    .collect()
+            }
+            Server::Mysql => {
+                let mut c = MySqlConnection::connect(&self.url).await.unwrap();
+                // MariaDB reports some computed text columns as VARBINARY.
+                c.fetch_all(sql)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| {
+                        r.try_get::<String, _>(0)
+                            .unwrap_or_else(|_| String::from_utf8(r.get::<Vec<u8>, _>(0)).unwrap())
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// (version, batch, state) of every history record.
+    pub async fn history(&self) -> Vec<(i64, i64, String)> {
+        let sql = "SELECT CONCAT(CAST(version AS CHAR(20)), ' ', CAST(batch AS CHAR(20)), ' ', state) FROM dirthara_migrations ORDER BY version";
+        let sql = if self.server == Server::Postgres {
+            "SELECT version::text || ' ' || batch::text || ' ' || state FROM dirthara_migrations ORDER BY version"
+        } else {
+            sql
+        };
+        self.strings(sql)
+            .await
+            .into_iter()
+            .map(|line| {
+                let parts: Vec<&str> = line.split(' ').collect();
+                (
+                    parts[0].parse().unwrap(),
+                    parts[1].parse().unwrap(),
+                    parts[2].to_string(),
+                )
+            })
+            .collect()
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let (server, admin_url, name) = (self.server, self.admin_url.clone(), self.name.clone());
+        // Drop runs outside async code: use a small runtime of our own on another thread.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                match server {
+                    Server::Postgres => {
+                        if let Ok(mut c) = PgConnection::connect(&admin_url).await {
+                            let _ = c
+                                .execute(
+                                    format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str(),
+                                )
+                                .await;
+                        }
+                    }
+                    Server::Mysql => {
+                        if let Ok(mut c) = MySqlConnection::connect(&admin_url).await {
+                            let _ = c
+                                .execute(format!("DROP DATABASE IF EXISTS {name}").as_str())
+                                .await;
+                        }
+                    }
+                }
+            })
+        })
+        .join();
+    }
+}
+
+fn fastrand_suffix() -> String {
+    use std::time::{SystemTime, UNIX_EPOCH};
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    format!("{nanos:x}{n}")
+}
+
+/// A temporary migrations directory.
+pub struct Migrations {
+    pub dir: tempfile::TempDir,
+}
+
+impl Migrations {
+    pub fn new() -> Self {
+        Migrations {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn add(&self, version: i64, name: &str, up: &str, down: Option<&str>) -> &Self {
+        let base = self.dir.path();
+        match down {
+            Some(down) => {
+                std::fs::write(base.join(format!("{version}_{name}.up.sql")), up).unwrap();
+                std::fs::write(base.join(format!("{version}_{name}.down.sql")), down).unwrap();
+            }
+            None => std::fs::write(base.join(format!("{version}_{name}.sql")), up).unwrap(),
+        }
+        self
+    }
+
+    /// `count` trivial migrations, each creating its own table.
+    pub fn tables(count: i64) -> Self {
+        let m = Migrations::new();
+        for v in 1..=count {
+            m.add(
+                v,
+                &format!("t{v}"),
+                &format!("CREATE TABLE t{v} (id INT)"),
+                Some(&format!("DROP TABLE t{v}")),
+            );
+        }
+        m
+    }
+}
+
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dirthara"))
+}
+
+/// `dirthara -d URL --dir DIR <args>` with a clean environment.
+pub fn dirthara(url: &str, dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env_remove("DATABASE_URL")
+        .env("NO_COLOR", "1")
+        .arg("-d")
+        .arg(url)
+        .arg("--dir")
+        .arg(dir)
+        .args(args);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("DIRTHARA_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+pub fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The `applied` versions of a `--output json` run.
+pub fn applied_versions(output: &Output) -> Vec<i64> {
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {:?}", text(output)));
+    doc["applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["version"].as_i64().unwrap())
+        .collect()
+}
