@@ -47,7 +47,7 @@ pub struct GlobalArgs {
     #[arg(long, global = true, conflicts_with = "locking")]
     pub no_lock: bool,
 
-    /// Which lock to take: auto (the database's native lock), session, or off
+    /// Which lock to take: auto (the database's native lock), session, lease, or off
     #[arg(long, value_enum, global = true)]
     pub locking: Option<LockingArg>,
 
@@ -55,6 +55,11 @@ pub struct GlobalArgs {
     /// [default: forever for session locks]
     #[arg(long, value_name = "WAIT", global = true, value_parser = parse_lock_wait)]
     pub lock_wait: Option<dirthara::LockWait>,
+
+    /// Lease length for --locking lease; renewed every third of it while the command runs
+    /// [default: 30m]
+    #[arg(long, value_name = "DURATION", global = true, value_parser = parse_positive_duration)]
+    pub lock_ttl: Option<std::time::Duration>,
 
     /// How long to keep retrying a database that is not reachable yet [default: 30s]
     #[arg(long, value_name = "DURATION", global = true, value_parser = parse_duration)]
@@ -87,6 +92,13 @@ fn parse_lock_wait(text: &str) -> Result<dirthara::LockWait, String> {
     })
 }
 
+fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
+    parse_duration(text)?;
+    dirthara::config::parse_duration(text)
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("`{text}` must be longer than zero, e.g. 30s or 30m"))
+}
+
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     dirthara::config::parse_duration(text)
         .ok_or_else(|| format!("`{text}` is not a duration: use e.g. 500ms, 30s, 5m"))
@@ -96,6 +108,7 @@ fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
 pub enum LockingArg {
     Auto,
     Session,
+    Lease,
     Off,
 }
 

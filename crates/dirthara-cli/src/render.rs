@@ -345,7 +345,7 @@ fn lock_line(lock: &LockReport) -> String {
     );
     match &lock.state {
         LockState::Free => format!("{head} free"),
-        LockState::Held { holder } => format!("{head} held by {holder}"),
+        LockState::Held { holder, .. } => format!("{head} held by {holder}"),
         LockState::Stale { holder } => {
             format!("{head} stale (lease expired), last held by {holder}")
         }

@@ -35,11 +35,15 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
         config.locking = match locking {
             LockingArg::Auto => Locking::Auto,
             LockingArg::Session => Locking::Session,
+            LockingArg::Lease => Locking::Lease,
             LockingArg::Off => Locking::Off,
         };
     }
     if let Some(wait) = args.lock_wait {
         config.lock_wait = Some(wait);
+    }
+    if let Some(ttl) = args.lock_ttl {
+        config.lock_ttl = ttl;
     }
     if let Some(timeout) = args.connect_timeout {
         config.connect_timeout = timeout;

@@ -12,6 +12,7 @@ use async_trait::async_trait;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink, LockHolder};
 use crate::history::{AppliedMigration, HistoryChange};
+use crate::lock::lease::LeaseStore;
 
 #[cfg(test)]
 pub(crate) mod memory;
@@ -123,6 +124,14 @@ pub trait Backend: Send {
         None
     }
 
+    /// A lease store for `locking = "lease"`, in `table`, on a connection of its own.
+    async fn open_lease_store(&mut self, _table: &str) -> Result<Box<dyn LeaseStore>> {
+        Err(Error::config(format!(
+            "{} does not support `locking = \"lease\"`",
+            self.kind().name()
+        )))
+    }
+
     /// Closes the connection (releasing any session state).
     async fn close(self: Box<Self>);
 }
@@ -166,6 +175,8 @@ pub struct ConnectRequest {
     /// The command, for the session's self-description (`dirthara migrate host:pid`).
     pub operation: String,
     pub connect_timeout: Duration,
+    /// The command only reads: it must not create anything (e.g. a missing SQLite file).
+    pub read_only: bool,
 }
 
 /// Opens connections. The default one dispatches on the URL scheme.
@@ -290,8 +301,11 @@ pub(crate) fn database_message(error: &sqlx::Error) -> String {
     }
 }
 
-/// A URL with its password replaced, safe to print.
+/// A URL with its password replaced, safe to print: the `user:password@` part and any
+/// `password=` query parameter.
 pub fn redact_url(url: &str) -> String {
+    let url = redact_query_password(url);
+    let url = url.as_str();
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
     };
@@ -311,6 +325,25 @@ pub fn redact_url(url: &str) -> String {
     out.push_str(&redacted);
     out.push_str(&rest[at..]);
     out
+}
+
+fn redact_query_password(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let params: Vec<String> = query
+        .split('&')
+        .map(|param| match param.split_once('=') {
+            Some((key, _))
+                if key.eq_ignore_ascii_case("password")
+                    || key.eq_ignore_ascii_case("sslpassword") =>
+            {
+                format!("{key}=***")
+            }
+            _ => param.to_string(),
+        })
+        .collect();
+    format!("{base}?{}", params.join("&"))
 }
 
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.

@@ -19,7 +19,10 @@ use crate::config::{validate_table_name, Config, LockWait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink};
 use crate::history::{runner_identity, AppliedMigration, HistoryChange, RecordState};
-use crate::lock::{acquire_session_lock, resolve_strategy, LockTarget, Strategy, LOCK_NAME};
+use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseObservation, LeaseRequest};
+use crate::lock::{
+    acquire_session_lock, lease_table, resolve_strategy, LockTarget, Strategy, LOCK_NAME,
+};
 use crate::migration::{Direction, Migration};
 use crate::plan::{self, Command, Plan, PlanOptions, PlannedStep};
 use crate::report::{
@@ -256,11 +259,24 @@ impl Migrator {
         let mut history = self.connect_history("unlock").await?;
         let result = async {
             let lock = self.lock_report(history.as_mut()).await?;
-            let released = match (&lock.state, history.session_lock()) {
-                (LockState::Held { .. }, Some(session_lock)) => {
-                    session_lock
-                        .force_unlock(&self.config.history_table)
-                        .await?
+            let released = match (&lock.state, lock.strategy.as_str()) {
+                (LockState::Held { .. }, "session") => match history.session_lock() {
+                    Some(session_lock) => {
+                        session_lock
+                            .force_unlock(&self.config.history_table)
+                            .await?
+                    }
+                    None => Vec::new(),
+                },
+                (LockState::Held { holder, .. } | LockState::Stale { holder }, "lease") => {
+                    let mut store = history.open_lease_store(&self.lease_table()).await?;
+                    let deleted = store.force_release().await;
+                    store.close().await;
+                    if deleted? {
+                        vec![format!("deleted the lease held by {holder}")]
+                    } else {
+                        Vec::new()
+                    }
                 }
                 _ => Vec::new(),
             };
@@ -285,20 +301,31 @@ impl Migrator {
         )
     }
 
-    async fn connect(&self, name: &str, operation: &str) -> Result<Box<dyn Backend>> {
+    async fn connect(
+        &self,
+        name: &str,
+        operation: &str,
+        read_only: bool,
+    ) -> Result<Box<dyn Backend>> {
         let request = ConnectRequest {
             name: name.to_string(),
             url: self.config.connection_url(name)?.to_string(),
             operation: operation.to_string(),
             connect_timeout: self.config.connect_timeout,
+            read_only,
         };
         self.connector.connect(&request, &self.events).await
     }
 
+    /// The history connection for a command that only reads (status, preview, unlock).
     async fn connect_history(&self, operation: &str) -> Result<Box<dyn Backend>> {
         self.history_kind()?;
-        self.connect(&self.config.history_connection, operation)
+        self.connect(&self.config.history_connection, operation, true)
             .await
+    }
+
+    fn lease_table(&self) -> String {
+        lease_table(&self.config.history_table)
     }
 
     async fn read_history_unlocked(&self, operation: &str) -> Result<Vec<AppliedMigration>> {
@@ -310,35 +337,50 @@ impl Migrator {
 
     async fn lock_report(&self, history: &mut dyn Backend) -> Result<LockReport> {
         let connection = self.config.history_connection.clone();
-        let (strategy, state) =
-            match resolve_strategy(self.config.locking, history.kind(), &connection) {
-                Ok(Strategy::Off) => ("off", LockState::Off),
-                Ok(Strategy::Session) => {
-                    let holder = match history.session_lock() {
-                        Some(lock) => lock.holder(&self.config.history_table).await?,
-                        None => None,
-                    };
-                    let state = match holder {
-                        Some(holder) => LockState::Held { holder },
-                        None => LockState::Free,
-                    };
-                    ("session", state)
-                }
-                Err(error) if error.code() == crate::Code::MigrationLockFailed => (
-                    "none",
-                    LockState::Unsupported {
+        let strategy = match resolve_strategy(self.config.locking, history.kind(), &connection) {
+            Ok(strategy) => strategy,
+            Err(error) if error.code() == crate::Code::MigrationLockFailed => {
+                return Ok(LockReport {
+                    name: LOCK_NAME.to_string(),
+                    connection,
+                    strategy: "none".to_string(),
+                    state: LockState::Unsupported {
                         reason: format!(
-                            "{} has no lock to inspect; runs need --no-lock (`locking = false`)",
+                            "{} has no lock to inspect; runs need --no-lock (`locking = false`) or \
+                             --locking lease",
                             history.kind().name()
                         ),
                     },
-                ),
-                Err(error) => return Err(error),
-            };
+                });
+            }
+            Err(error) => return Err(error),
+        };
+        let state = match strategy {
+            Strategy::Off => LockState::Off,
+            Strategy::Session => {
+                let holder = match history.session_lock() {
+                    Some(lock) => lock.holder(&self.config.history_table).await?,
+                    None => None,
+                };
+                match holder {
+                    Some(holder) => LockState::Held {
+                        holder,
+                        malformed: false,
+                    },
+                    None => LockState::Free,
+                }
+            }
+            Strategy::Lease => {
+                let mut store = history.open_lease_store(&self.lease_table()).await?;
+                let observed = store.observe().await;
+                store.close().await;
+                lease_state(observed?)
+            }
+        };
         Ok(LockReport {
             name: LOCK_NAME.to_string(),
             connection,
-            strategy: strategy.to_string(),
+            strategy: strategy.name().to_string(),
             state,
         })
     }
@@ -349,7 +391,9 @@ impl Migrator {
         let kind = self.history_kind()?;
         let connection = self.config.history_connection.clone();
         let strategy = resolve_strategy(self.config.locking, kind, &connection)?;
-        let mut history = self.connect(&connection, operation).await?;
+        let mut history = self.connect(&connection, operation, false).await?;
+        let wait = self.config.lock_wait.unwrap_or(strategy.default_wait());
+        let mut lease = None;
         match strategy {
             Strategy::Off => self.events.emit(Event::Unlocked {
                 connection: connection.clone(),
@@ -360,7 +404,7 @@ impl Migrator {
                         let target = LockTarget {
                             connection: &connection,
                             table: &self.config.history_table,
-                            wait: self.config.lock_wait.unwrap_or(LockWait::Forever),
+                            wait,
                         };
                         acquire_session_lock(lock, &target, &self.events, self.shutdown.as_ref())
                             .await
@@ -376,6 +420,13 @@ impl Migrator {
                     return Err(error);
                 }
             }
+            Strategy::Lease => match self.acquire_lease(history.as_mut(), operation, wait).await {
+                Ok(guard) => lease = Some(guard),
+                Err(error) => {
+                    history.close().await;
+                    return Err(error);
+                }
+            },
         }
         Ok(Session {
             migrator: self,
@@ -383,8 +434,35 @@ impl Migrator {
             history,
             others: BTreeMap::new(),
             strategy,
+            lease,
             completed: Vec::new(),
         })
+    }
+
+    async fn acquire_lease(
+        &self,
+        history: &mut dyn Backend,
+        operation: &str,
+        wait: LockWait,
+    ) -> Result<LeaseGuard> {
+        let mut store = history.open_lease_store(&self.lease_table()).await?;
+        let request = LeaseRequest::new(operation, self.config.lock_ttl);
+        let acquired = acquire_lease(
+            store.as_mut(),
+            &request,
+            &self.config.history_connection,
+            wait,
+            &self.events,
+            self.shutdown.as_ref(),
+        )
+        .await;
+        match acquired {
+            Ok(()) => Ok(LeaseGuard::start(store, &request)),
+            Err(error) => {
+                store.close().await;
+                Err(error)
+            }
+        }
     }
 }
 
@@ -396,6 +474,8 @@ struct Session<'m> {
     /// Connections other than the history connection, opened when a step needs them.
     others: BTreeMap<String, Box<dyn Backend>>,
     strategy: Strategy,
+    /// The held lease, with `Strategy::Lease`.
+    lease: Option<LeaseGuard>,
     completed: Vec<StepReport>,
 }
 
@@ -424,7 +504,8 @@ impl Session<'_> {
         report.warnings.extend(planned.warnings.iter().cloned());
         if planned.drop_all {
             self.ensure_lock(None).await?;
-            report.dropped = self.history.drop_all(&[]).await?;
+            // Never the lease table: a lease may be what protects this very run.
+            report.dropped = self.history.drop_all(&[lease_table(&table)]).await?;
             self.migrator.events.emit(Event::Dropped {
                 connection: self.history_connection().to_string(),
                 objects: report.dropped.clone(),
@@ -468,13 +549,18 @@ impl Session<'_> {
 
     /// Confirms the session still holds the lock before changing anything more.
     async fn ensure_lock(&mut self, next: Option<&Migration>) -> Result<()> {
-        if self.strategy != Strategy::Session {
-            return Ok(());
-        }
         let table = self.table().to_string();
-        let held = match self.history.session_lock() {
-            Some(lock) => lock.holds_lock(&table).await.unwrap_or(false),
-            None => false,
+        let held = match self.strategy {
+            Strategy::Off => return Ok(()),
+            // A query error means the session is in trouble: we cannot confirm, so stop.
+            Strategy::Session => match self.history.session_lock() {
+                Some(lock) => lock.holds_lock(&table).await.unwrap_or(false),
+                None => false,
+            },
+            Strategy::Lease => match &self.lease {
+                Some(lease) => lease.confirm().await.unwrap_or(false),
+                None => false,
+            },
         };
         if held {
             return Ok(());
@@ -605,7 +691,7 @@ impl Session<'_> {
 
     async fn other_connection(&mut self, name: &str) -> Result<&mut (dyn Backend + 'static)> {
         if !self.others.contains_key(name) {
-            let backend = self.migrator.connect(name, &self.operation).await?;
+            let backend = self.migrator.connect(name, &self.operation, false).await?;
             self.others.insert(name.to_string(), backend);
         }
         Ok(self.others.get_mut(name).expect("inserted above").as_mut())
@@ -727,6 +813,34 @@ impl Session<'_> {
         let result = result.map_err(|e| e.with_completed(std::mem::take(&mut self.completed)));
         let release = match self.strategy {
             Strategy::Off => Ok(()),
+            Strategy::Lease => {
+                let warning = match self.lease.take() {
+                    Some(lease) => lease.release().await,
+                    None => None,
+                };
+                match warning {
+                    // Released, or lapsed (a warning: the run's own result stands).
+                    None => {
+                        self.migrator.events.emit(Event::LockReleased {
+                            lock: LOCK_NAME.to_string(),
+                            connection: self.history_connection().to_string(),
+                        });
+                        Ok(())
+                    }
+                    Some(warning)
+                        if warning.code == crate::Code::LockLeaseExpired || result.is_ok() =>
+                    {
+                        self.migrator.events.emit(Event::Warning(warning));
+                        Ok(())
+                    }
+                    // A failed release after a failed run: attached to the run's error.
+                    Some(warning) => Err(Error::new(ErrorKind::LockFailed {
+                        lock: LOCK_NAME.to_string(),
+                        connection: self.history_connection().to_string(),
+                        reason: warning.message,
+                    })),
+                }
+            }
             Strategy::Session => {
                 let table = self.table().to_string();
                 let connection = self.history_connection().to_string();
@@ -763,6 +877,32 @@ impl Session<'_> {
             (Err(error), Ok(())) => Err(error),
             (Err(error), Err(release_error)) => Err(error.with_secondary(release_error)),
         }
+    }
+}
+
+/// How a lease looks to `status` and `unlock`; a malformed one counts as held.
+fn lease_state(observed: LeaseObservation) -> LockState {
+    match observed {
+        LeaseObservation::Free => LockState::Free,
+        LeaseObservation::Held { record, remaining } => LockState::Held {
+            holder: record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))),
+            malformed: false,
+        },
+        LeaseObservation::Malformed { record } => LockState::Held {
+            holder: record.holder(Some(
+                "its expiry is missing or not a date: held until `dirthara unlock --force`".into(),
+            )),
+            malformed: true,
+        },
+        LeaseObservation::Stale {
+            record,
+            expired_for,
+        } => LockState::Stale {
+            holder: record.holder(Some(format!(
+                "lease expired {}s ago; the next runner takes it",
+                expired_for.as_secs()
+            ))),
+        },
     }
 }
 

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
+pub mod lease;
+
 use crate::backend::{BackendKind, SessionLock};
 use crate::config::{LockWait, Locking};
 use crate::error::{Error, ErrorKind, Result};
@@ -32,6 +34,8 @@ pub enum Strategy {
     Off,
     /// A named lock held by the history connection's session.
     Session,
+    /// A lease row/document with an expiry, renewed while the command runs.
+    Lease,
 }
 
 impl Strategy {
@@ -39,8 +43,23 @@ impl Strategy {
         match self {
             Strategy::Off => "off",
             Strategy::Session => "session",
+            Strategy::Lease => "lease",
         }
     }
+
+    /// The wait when `lock_wait` is not set: a session lock waits for its holder; a lease
+    /// fails at once (the deploy orchestrator decides whether to retry).
+    pub fn default_wait(self) -> LockWait {
+        match self {
+            Strategy::Lease => LockWait::For(Duration::ZERO),
+            _ => LockWait::Forever,
+        }
+    }
+}
+
+/// The table (or collection) holding the lease: `<history>_lock`.
+pub fn lease_table(history_table: &str) -> String {
+    format!("{history_table}_lock")
 }
 
 /// Decides the strategy before any connection is opened, so that a run that cannot be
@@ -62,14 +81,12 @@ pub(crate) fn resolve_strategy(
         Locking::Auto | Locking::Session if kind.has_session_lock() => Ok(Strategy::Session),
         Locking::Auto | Locking::Session => failed(format!(
             "{} has no named session locks, so this run cannot be locked; nothing was read or \
-             changed. If a single runner is guaranteed to migrate this database (development, \
-             tests), run with --no-lock (`locking = false`)",
+             changed. If several processes may migrate this database, use --locking lease \
+             (`locking = \"lease\"`); if a single runner is guaranteed (development, tests), \
+             run with --no-lock (`locking = false`)",
             kind.name()
         )),
-        Locking::Lease => Err(Error::config(
-            "`locking = \"lease\"` is not available in this build yet; use `true` (session lock) \
-             or `false`",
-        )),
+        Locking::Lease => Ok(Strategy::Lease),
     }
 }
 

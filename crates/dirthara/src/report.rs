@@ -65,6 +65,9 @@ pub enum LockState {
     Free,
     Held {
         holder: LockHolder,
+        /// A lease whose expiry is missing or not a date: held until `unlock --force`.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        malformed: bool,
     },
     /// A lease whose time ran out: the next runner takes it.
     Stale {

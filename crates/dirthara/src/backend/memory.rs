@@ -2,7 +2,8 @@
 //! can check the order of lock, read and write.
 //!
 //! Step text is a tiny language, one command per line: `create NAME`, `drop NAME`,
-//! `fail MESSAGE`, `lose-lock` (another operator takes the lock away).
+//! `fail MESSAGE`, `lose-lock` (another operator takes the lock away), `steal-lease`
+//! (another runner takes over the lease).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -27,6 +28,7 @@ pub(crate) struct MemoryDb {
     pub next_session: u64,
     /// Whether steps and records share a transaction (PostgreSQL-like) or not (MySQL-like).
     pub non_transactional: bool,
+    pub lease: crate::lock::lease::memory::MemoryLeaseStore,
 }
 
 pub(crate) type SharedDb = Arc<Mutex<MemoryDb>>;
@@ -74,6 +76,8 @@ fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
             "create" | "drop" => {}
             "fail" => return Err(arg.to_string()),
             "lose-lock" => db.lock_holder = Some(u64::MAX),
+            // Another runner force-unlocks and takes the lease.
+            "steal-lease" => db.lease.put_owner("thief"),
             other => return Err(format!("unknown memory command `{other}`")),
         }
     }
@@ -216,6 +220,13 @@ impl Backend for MemoryBackend {
 
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
         Some(self)
+    }
+
+    async fn open_lease_store(
+        &mut self,
+        _table: &str,
+    ) -> Result<Box<dyn crate::lock::lease::LeaseStore>> {
+        Ok(Box::new(self.with(|db| db.lease.clone())))
     }
 
     async fn close(self: Box<Self>) {

@@ -27,6 +27,7 @@ const MAX_LOCK_NAME: usize = 64;
 
 pub(crate) struct MySqlDriver {
     conn: MySqlConnection,
+    options: MySqlConnectOptions,
     connection: String,
     database: String,
 }
@@ -57,6 +58,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     Ok(Box::new(SqlBackend {
         driver: MySqlDriver {
             conn,
+            options,
             connection: request.name.clone(),
             database,
         },
@@ -113,6 +115,19 @@ impl SqlDriver for MySqlDriver {
 
     async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         self.conn.execute(sql).await.map(|_| ())
+    }
+
+    async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
+        self.conn.execute(sql).await.map(|r| r.rows_affected())
+    }
+
+    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
+        Ok(Box::new(MySqlDriver {
+            conn: self.options.connect().await?,
+            options: self.options.clone(),
+            connection: self.connection.clone(),
+            database: self.database.clone(),
+        }))
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

@@ -24,6 +24,7 @@ const RELEASE_CHANNEL: &str = "dirthara_lock_released";
 
 pub(crate) struct PgDriver {
     conn: PgConnection,
+    options: PgConnectOptions,
     url: String,
     connection: String,
     database: String,
@@ -41,14 +42,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         })?
         .application_name(&session_label(&request.operation))
         .disable_statement_logging();
-    let mut conn = options.connect().await.map_err(connect_failure)?;
-    // By default PostgreSQL notices a vanished client only when it next writes to it, so a
-    // runner killed during a long statement would keep its lock (and half a migration)
-    // alive until the statement ends. PostgreSQL 14+ can check the socket while it works;
-    // older servers and some poolers refuse the setting, which we tolerate.
-    let _ = conn
-        .execute("SET client_connection_check_interval = '1s'")
-        .await;
+    let mut conn = open(&options).await.map_err(connect_failure)?;
     let row = conn
         .fetch_one("SELECT current_database()::text, coalesce(current_schema()::text, '')")
         .await
@@ -58,6 +52,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             database: row.try_get(0).unwrap_or_default(),
             schema: row.try_get(1).unwrap_or_default(),
             conn,
+            options,
             url: request.url.clone(),
             connection: request.name.clone(),
             listener: None,
@@ -66,6 +61,19 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         kind: BackendKind::Postgres,
         connection: request.name.clone(),
     }))
+}
+
+/// Opens a session the way every dirthara session is opened.
+async fn open(options: &PgConnectOptions) -> Result<PgConnection, sqlx::Error> {
+    let mut conn = options.connect().await?;
+    // By default PostgreSQL notices a vanished client only when it next writes to it, so a
+    // runner killed during a long statement would keep its lock (and half a migration)
+    // alive until the statement ends. PostgreSQL 14+ can check the socket while it works;
+    // older servers and some poolers refuse the setting, which we tolerate.
+    let _ = conn
+        .execute("SET client_connection_check_interval = '1s'")
+        .await;
+    Ok(conn)
 }
 
 impl PgDriver {
@@ -105,6 +113,23 @@ impl SqlDriver for PgDriver {
 
     async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         self.conn.execute(sql).await.map(|_| ())
+    }
+
+    async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
+        self.conn.execute(sql).await.map(|r| r.rows_affected())
+    }
+
+    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
+        Ok(Box::new(PgDriver {
+            conn: open(&self.options).await?,
+            options: self.options.clone(),
+            url: self.url.clone(),
+            connection: self.connection.clone(),
+            database: self.database.clone(),
+            schema: self.schema.clone(),
+            listener: None,
+            listener_failed: false,
+        }))
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

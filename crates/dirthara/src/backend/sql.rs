@@ -7,6 +7,9 @@
 use async_trait::async_trait;
 
 use super::{database_message, Backend, BackendKind, SessionLock};
+use crate::lock::lease::LeaseStore;
+
+mod lease;
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
 
@@ -299,6 +302,12 @@ pub(crate) trait SqlDriver: Send {
     /// beyond what the database itself does with a multi-statement string).
     async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error>;
 
+    /// Runs one statement and returns the rows it affected (MySQL: rows it matched).
+    async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error>;
+
+    /// A second connection to the same database with the same settings (the lease store's).
+    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error>;
+
     /// Runs a query whose columns are all text (or NULL).
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>;
 
@@ -558,6 +567,19 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
 
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
         self.driver.session_lock()
+    }
+
+    async fn open_lease_store(&mut self, table: &str) -> Result<Box<dyn LeaseStore>> {
+        // Its own connection: the heartbeat renews while a migration runs on ours.
+        let driver = self.driver.open_sibling().await.map_err(|e| {
+            Error::new(crate::ErrorKind::Connection {
+                connection: self.connection.clone(),
+                message: database_message(&e),
+            })
+        })?;
+        let store =
+            lease::SqlLeaseStore::open(driver, table.to_string(), self.connection.clone()).await?;
+        Ok(Box::new(store))
     }
 
     async fn close(self: Box<Self>) {

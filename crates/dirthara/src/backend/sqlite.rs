@@ -13,24 +13,34 @@ use super::{connect_failure, Backend, BackendKind, ConnectFailure, ConnectReques
 
 pub(crate) struct SqliteDriver {
     conn: SqliteConnection,
+    options: SqliteConnectOptions,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
-    let options = SqliteConnectOptions::from_str(&request.url)
-        .map_err(|e| ConnectFailure {
-            message: format!("invalid SQLite URL: {e}"),
-            transient: false,
-        })?
-        .create_if_missing(true)
+    let mut options = SqliteConnectOptions::from_str(&request.url).map_err(|e| ConnectFailure {
+        message: format!("invalid SQLite URL: {e}"),
+        transient: false,
+    })?;
+    // A read-only command (status, preview, unlock) must not create the file it reads: a
+    // database that does not exist yet is read as an empty one.
+    if request.read_only && !options.get_filename().exists() && !is_in_memory(&request.url) {
+        options = SqliteConnectOptions::from_str("sqlite::memory:").expect("a valid URL");
+    }
+    let options = options
+        .create_if_missing(!request.read_only)
         // Another process writing at the same moment makes us wait a little, not fail at once.
         .busy_timeout(Duration::from_secs(5))
         .disable_statement_logging();
     let conn = options.connect().await.map_err(connect_failure)?;
     Ok(Box::new(SqlBackend {
-        driver: SqliteDriver { conn },
+        driver: SqliteDriver { conn, options },
         kind: BackendKind::Sqlite,
         connection: request.name.clone(),
     }))
+}
+
+fn is_in_memory(url: &str) -> bool {
+    url.contains(":memory:") || url.contains("mode=memory")
 }
 
 #[async_trait]
@@ -41,6 +51,18 @@ impl SqlDriver for SqliteDriver {
 
     async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         self.conn.execute(sql).await.map(|_| ())
+    }
+
+    async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
+        self.conn.execute(sql).await.map(|r| r.rows_affected())
+    }
+
+    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
+        let conn = self.options.connect().await?;
+        Ok(Box::new(SqliteDriver {
+            conn,
+            options: self.options.clone(),
+        }))
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

@@ -371,3 +371,84 @@ async fn baseline_records_without_running() {
     );
     assert_eq!(report.batch, Some(2));
 }
+
+fn lease_migrator(db: &SharedDb, migrations: Vec<Migration>) -> Migrator {
+    let mut m = migrator(db, migrations);
+    m.config.locking = Locking::Lease;
+    m
+}
+
+#[tokio::test]
+async fn a_lease_run_takes_and_releases_the_lease_and_never_the_session_lock() {
+    let db = db();
+    let report = lease_migrator(&db, three()).migrate().await.unwrap();
+    assert_eq!((report.applied.len(), report.lock.as_str()), (3, "lease"));
+    let state = db.lock().unwrap();
+    assert!(!state.calls.contains(&"lock".to_string()));
+    assert_eq!(state.lease.owner(), None, "released at the end");
+}
+
+#[tokio::test]
+async fn a_held_lease_fails_at_once_and_changes_nothing() {
+    let db = db();
+    db.lock().unwrap().lease.put_owner("other-runner");
+    let err = lease_migrator(&db, three()).migrate().await.unwrap_err();
+    assert_eq!(err.code(), Code::MigrationLockHeld);
+    let state = db.lock().unwrap();
+    assert!(state.history.is_none());
+    assert_eq!(state.lease.owner().as_deref(), Some("other-runner"));
+}
+
+#[tokio::test]
+async fn a_lost_lease_stops_before_the_next_migration_and_the_thiefs_lease_survives() {
+    let db = db();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        EventSink::new(move |e| events.lock().unwrap().push(e.clone()))
+    };
+    let migrations = vec![
+        migration(1, "create a\nsteal-lease", Some("drop a")),
+        migration(2, "create b", Some("drop b")),
+    ];
+    let err = lease_migrator(&db, migrations)
+        .with_events(sink)
+        .migrate()
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::LockLeaseLost);
+    assert!(err.to_string().contains("before migration 2 (m2)"), "{err}");
+    assert_eq!(applied_versions(&db), vec![1]);
+    assert_eq!(db.lock().unwrap().lease.owner().as_deref(), Some("thief"));
+    let warned = events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, Event::Warning(w) if w.code == Code::LockLeaseExpired));
+    assert!(warned, "LOCK_LEASE_EXPIRED is reported at release");
+}
+
+#[tokio::test]
+async fn status_reports_a_malformed_lease_as_held() {
+    let db = db();
+    db.lock()
+        .unwrap()
+        .lease
+        .put_malformed(crate::lock::lease::memory::Expiry::Text("tomorrow".into()));
+    let status = lease_migrator(&db, three()).status().await.unwrap();
+    assert!(matches!(
+        status.lock.state,
+        crate::report::LockState::Held {
+            malformed: true,
+            ..
+        }
+    ));
+    let json = serde_json::to_value(&status.lock).unwrap();
+    assert_eq!(
+        (json["state"].as_str(), json["malformed"].as_bool()),
+        (Some("held"), Some(true))
+    );
+    let report = lease_migrator(&db, three()).force_unlock().await.unwrap();
+    assert_eq!(report.released.len(), 1);
+    assert_eq!(db.lock().unwrap().lease.owner(), None);
+}

@@ -1,0 +1,298 @@
+//! The lease lock in a SQL table (`<history>_lock`), for `locking = "lease"`: the answer for
+//! CockroachDB, PgBouncer in transaction-pooling mode, and SQLite shared by several processes.
+//!
+//! Acquire is an `UPDATE` that only matches an expired lease, then (if it matched nothing) a
+//! plain `INSERT` whose unique violation means "held" — each decided by something the
+//! database reports unambiguously (rows matched, or a duplicate key), never by message text.
+//! MySQL's driver reports rows *matched* (CLIENT_FOUND_ROWS), which is exactly what the
+//! expiry condition needs. Every "now" is the database's clock.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{Dialect, SqlDriver};
+use crate::error::{Error, ErrorKind, Result};
+use crate::lock::lease::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
+use crate::lock::LOCK_NAME;
+
+pub(crate) struct SqlLeaseStore {
+    driver: Box<dyn SqlDriver>,
+    table: String,
+    connection: String,
+}
+
+impl Dialect {
+    fn lease_now(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "julianday('now')",
+            Dialect::Postgres => "now()",
+            Dialect::Mysql => "UTC_TIMESTAMP(6)",
+        }
+    }
+
+    fn lease_expiry(self, ttl: Duration) -> String {
+        let ms = ttl.as_millis();
+        match self {
+            Dialect::Sqlite => format!("(julianday('now') + {ms} / 86400000.0)"),
+            Dialect::Postgres => format!("(now() + {ms} * interval '1 millisecond')"),
+            Dialect::Mysql => format!("(UTC_TIMESTAMP(6) + INTERVAL {} MICROSECOND)", ms * 1000),
+        }
+    }
+
+    /// True only for a lease whose expiry is a valid time in the past: a NULL (or, on SQLite,
+    /// non-numeric) expiry never matches, so a malformed lease stays held.
+    fn lease_expired(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at < julianday('now')",
+            Dialect::Postgres => "expires_at < now()",
+            Dialect::Mysql => "expires_at < UTC_TIMESTAMP(6)",
+        }
+    }
+
+    fn lease_live(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at >= julianday('now')",
+            Dialect::Postgres => "expires_at >= now()",
+            Dialect::Mysql => "expires_at >= UTC_TIMESTAMP(6)",
+        }
+    }
+
+    fn lease_table_sql(self, table: &str) -> String {
+        let ts = match self {
+            Dialect::Sqlite => "REAL",
+            Dialect::Postgres => "TIMESTAMPTZ",
+            Dialect::Mysql => "DATETIME(6)",
+        };
+        format!(
+            "CREATE TABLE IF NOT EXISTS {} (id VARCHAR(64) NOT NULL PRIMARY KEY, \
+             owner_id VARCHAR(64) NOT NULL, hostname VARCHAR(255), pid BIGINT, operation VARCHAR(32), \
+             acquired_at {ts}, expires_at {ts})",
+            self.ident(table)
+        )
+    }
+
+    fn lease_observe_sql(self, table: &str) -> String {
+        let (acquired, expires, remaining) = match self {
+            Dialect::Sqlite => (
+                "strftime('%Y-%m-%dT%H:%M:%SZ', acquired_at)".to_string(),
+                "CASE WHEN typeof(expires_at) = 'real' THEN strftime('%Y-%m-%dT%H:%M:%SZ', expires_at) ELSE CAST(expires_at AS TEXT) END".to_string(),
+                "CAST(CAST((expires_at - julianday('now')) * 86400000 AS INTEGER) AS TEXT)".to_string(),
+            ),
+            Dialect::Postgres => (
+                self.timestamp_text("acquired_at"),
+                self.timestamp_text("expires_at"),
+                "((EXTRACT(EPOCH FROM (expires_at - now())) * 1000)::bigint)::text".to_string(),
+            ),
+            Dialect::Mysql => (
+                self.timestamp_text("acquired_at"),
+                self.timestamp_text("expires_at"),
+                "CAST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) DIV 1000 AS CHAR)".to_string(),
+            ),
+        };
+        format!(
+            "SELECT owner_id, hostname, {}, operation, {acquired}, {expires}, \
+             CASE WHEN {} THEN 'live' WHEN {} THEN 'expired' ELSE 'malformed' END, {remaining} \
+             FROM {} WHERE id = {}",
+            self.text("pid"),
+            self.lease_live(),
+            self.lease_expired(),
+            self.ident(table),
+            self.literal(LOCK_NAME),
+        )
+    }
+}
+
+impl SqlLeaseStore {
+    /// Opens the store on its own connection, creating the lease table if needed.
+    pub(crate) async fn open(
+        mut driver: Box<dyn SqlDriver>,
+        table: String,
+        connection: String,
+    ) -> Result<Self> {
+        let dialect = driver.dialect();
+        if let Err(error) = driver.execute(&dialect.lease_table_sql(&table)).await {
+            // Two runners creating the table at once may race (PostgreSQL reports a duplicate
+            // type); what matters is that it exists now.
+            let exists = driver
+                .fetch_text(&dialect.existing_tables_sql(&[&table]))
+                .await
+                .map(|rows| !rows.is_empty())
+                .unwrap_or(false);
+            if !exists {
+                return Err(lease_error(&connection, &error));
+            }
+        }
+        Ok(SqlLeaseStore {
+            driver,
+            table,
+            connection,
+        })
+    }
+
+    fn dialect(&self) -> Dialect {
+        self.driver.dialect()
+    }
+
+    fn error(&self, error: sqlx::Error) -> Error {
+        lease_error(&self.connection, &error)
+    }
+
+    fn where_ours(&self, owner_id: &str) -> String {
+        let d = self.dialect();
+        format!(
+            "id = {} AND owner_id = {}",
+            d.literal(LOCK_NAME),
+            d.literal(owner_id)
+        )
+    }
+}
+
+fn lease_error(connection: &str, error: &sqlx::Error) -> Error {
+    Error::new(ErrorKind::LockFailed {
+        lock: LOCK_NAME.to_string(),
+        connection: connection.to_string(),
+        reason: format!("lease table: {}", super::database_message(error)),
+    })
+}
+
+/// SQLite answers a write while another process writes with SQLITE_BUSY (5, or an extended
+/// code whose low byte is 5): for an acquire attempt that means someone else is at work.
+fn is_busy(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Database(db) => db
+            .code()
+            .and_then(|c| c.parse::<i64>().ok())
+            .is_some_and(|c| c & 0xff == 5),
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl LeaseStore for SqlLeaseStore {
+    async fn try_acquire(&mut self, request: &LeaseRequest) -> Result<bool> {
+        let d = self.dialect();
+        let t = d.ident(&self.table);
+        let values = [
+            d.literal(&request.owner_id),
+            d.literal(&request.hostname),
+            request.pid.to_string(),
+            d.literal(&request.operation),
+        ];
+        let take_expired = format!(
+            "UPDATE {t} SET owner_id = {}, hostname = {}, pid = {}, operation = {}, \
+             acquired_at = {}, expires_at = {} WHERE id = {} AND {}",
+            values[0],
+            values[1],
+            values[2],
+            values[3],
+            d.lease_now(),
+            d.lease_expiry(request.ttl),
+            d.literal(LOCK_NAME),
+            d.lease_expired()
+        );
+        match self.driver.execute_count(&take_expired).await {
+            Ok(1) => return Ok(true),
+            Ok(_) => {}
+            Err(error) if d == Dialect::Sqlite && is_busy(&error) => return Ok(false),
+            Err(error) => return Err(self.error(error)),
+        }
+        let insert = format!(
+            "INSERT INTO {t} (id, owner_id, hostname, pid, operation, acquired_at, expires_at) \
+             VALUES ({}, {}, {}, {}, {}, {}, {})",
+            d.literal(LOCK_NAME),
+            values[0],
+            values[1],
+            values[2],
+            values[3],
+            d.lease_now(),
+            d.lease_expiry(request.ttl)
+        );
+        match self.driver.execute_count(&insert).await {
+            Ok(_) => Ok(true),
+            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(false),
+            Err(error) if d == Dialect::Sqlite && is_busy(&error) => Ok(false),
+            Err(error) => Err(self.error(error)),
+        }
+    }
+
+    async fn renew(&mut self, owner_id: &str, ttl: Duration) -> Result<bool> {
+        let d = self.dialect();
+        let sql = format!(
+            "UPDATE {} SET expires_at = {} WHERE {} AND {}",
+            d.ident(&self.table),
+            d.lease_expiry(ttl),
+            self.where_ours(owner_id),
+            d.lease_live()
+        );
+        match self.driver.execute_count(&sql).await {
+            Ok(n) => Ok(n == 1),
+            Err(error) => Err(self.error(error)),
+        }
+    }
+
+    async fn release(&mut self, owner_id: &str) -> Result<bool> {
+        let sql = format!(
+            "DELETE FROM {} WHERE {}",
+            self.dialect().ident(&self.table),
+            self.where_ours(owner_id)
+        );
+        match self.driver.execute_count(&sql).await {
+            Ok(n) => Ok(n == 1),
+            Err(error) => Err(self.error(error)),
+        }
+    }
+
+    async fn observe(&mut self) -> Result<LeaseObservation> {
+        let sql = self.dialect().lease_observe_sql(&self.table);
+        let rows = match self.driver.fetch_text(&sql).await {
+            Ok(rows) => rows,
+            Err(error) => return Err(self.error(error)),
+        };
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(LeaseObservation::Free);
+        };
+        let text = |i: usize| row.get(i).cloned().flatten();
+        let record = LeaseRecord {
+            owner_id: text(0),
+            hostname: text(1),
+            pid: text(2).and_then(|p| p.parse().ok()),
+            operation: text(3),
+            acquired_at: text(4),
+            expires_at: text(5),
+        };
+        let millis = text(7).and_then(|m| m.parse::<i64>().ok()).unwrap_or(0);
+        Ok(match text(6).as_deref() {
+            Some("live") => LeaseObservation::Held {
+                record,
+                remaining: Duration::from_millis(millis.max(0) as u64),
+            },
+            Some("expired") => LeaseObservation::Stale {
+                record,
+                expired_for: Duration::from_millis(millis.unsigned_abs()),
+            },
+            _ => LeaseObservation::Malformed { record },
+        })
+    }
+
+    async fn force_release(&mut self) -> Result<bool> {
+        let d = self.dialect();
+        let sql = format!(
+            "DELETE FROM {} WHERE id = {}",
+            d.ident(&self.table),
+            d.literal(LOCK_NAME)
+        );
+        match self.driver.execute_count(&sql).await {
+            Ok(n) => Ok(n > 0),
+            Err(error) => Err(self.error(error)),
+        }
+    }
+
+    fn concurrent_renewal(&self) -> bool {
+        self.dialect() != Dialect::Sqlite
+    }
+
+    async fn close(self: Box<Self>) {
+        self.driver.close().await
+    }
+}
