@@ -266,3 +266,41 @@ async fn conformance_mysql_session_lock() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn conformance_sqlite_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("c.db").display());
+    conformance(Target {
+        url,
+        locking: Locking::Lease,
+        transactional_ddl: true,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn conformance_postgres_lease() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    conformance(Target {
+        url: db.url.clone(),
+        locking: Locking::Lease,
+        transactional_ddl: true,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn conformance_mysql_lease() {
+    let Some(db) = TestDb::create(Server::Mysql).await else {
+        return;
+    };
+    conformance(Target {
+        url: db.url.clone(),
+        locking: Locking::Lease,
+        transactional_ddl: false,
+    })
+    .await;
+}

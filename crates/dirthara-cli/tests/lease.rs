@@ -1,0 +1,350 @@
+//! The lease lock (`--locking lease`) against real databases, with real processes.
+
+mod servers;
+
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use servers::{applied_versions, dirthara, text, Migrations, Server, TestDb};
+
+fn spawn(mut cmd: std::process::Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn finish(child: Child) -> Output {
+    // The lease tests never wait long; a hang is a bug.
+    let started = Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        assert!(started.elapsed() < Duration::from_secs(90), "runner hung");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Where the lease tests run: a SQLite file or a server database.
+enum Place {
+    Sqlite(tempfile::TempDir),
+    Server(TestDb),
+}
+
+impl Place {
+    async fn new(server: Option<Server>) -> Option<Place> {
+        match server {
+            None => Some(Place::Sqlite(tempfile::tempdir().unwrap())),
+            Some(server) => TestDb::create(server).await.map(Place::Server),
+        }
+    }
+
+    fn url(&self) -> String {
+        match self {
+            Place::Sqlite(dir) => format!("sqlite:{}", dir.path().join("lease.db").display()),
+            Place::Server(db) => db.url.clone(),
+        }
+    }
+}
+
+fn history_count(url: &str, dir: &std::path::Path) -> (usize, bool) {
+    let out = dirthara(
+        url,
+        dir,
+        &["status", "--output", "json", "--locking", "lease"],
+    )
+    .output()
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let migrations = doc["migrations"].as_array().unwrap();
+    let applied = migrations
+        .iter()
+        .filter(|m| m["state"] == "applied")
+        .count();
+    let one_batch = migrations
+        .iter()
+        .filter(|m| m["state"] == "applied")
+        .all(|m| m["batch"] == 1);
+    (applied, one_batch)
+}
+
+async fn contention(server: Option<Server>) {
+    // Default wait (none): one winner; the rest fail fast having changed nothing, or start
+    // after the winner released and find nothing to do.
+    let Some(place) = Place::new(server).await else {
+        return;
+    };
+    let m = Migrations::tables(50);
+    let url = place.url();
+    let runners: Vec<Child> = (0..8)
+        .map(|_| {
+            spawn(dirthara(
+                &url,
+                m.path(),
+                &["migrate", "--locking", "lease", "--output", "json"],
+            ))
+        })
+        .collect();
+    let mut winners = 0;
+    for output in runners.into_iter().map(finish) {
+        let (stdout, stderr) = text(&output);
+        match output.status.code() {
+            Some(0) => match applied_versions(&output).len() {
+                50 => winners += 1,
+                0 => {}
+                n => panic!("a runner applied {n} of 50: {stdout}"),
+            },
+            Some(1) => {
+                assert!(stderr.contains("Error [MIGRATION_LOCK_HELD]"), "{stderr}");
+                assert!(
+                    stdout.is_empty(),
+                    "a refused runner prints no result: {stdout}"
+                );
+            }
+            other => panic!("exit {other:?}: {stderr}"),
+        }
+    }
+    assert_eq!(winners, 1);
+    assert_eq!(history_count(&url, m.path()), (50, true));
+
+    // With a wait, everyone succeeds and each migration is still applied once.
+    let Some(place) = Place::new(server).await else {
+        return;
+    };
+    let url = place.url();
+    let runners: Vec<Child> = (0..8)
+        .map(|_| {
+            spawn(dirthara(
+                &url,
+                m.path(),
+                &[
+                    "migrate",
+                    "--locking",
+                    "lease",
+                    "--lock-wait",
+                    "60s",
+                    "--output",
+                    "json",
+                ],
+            ))
+        })
+        .collect();
+    let applied: usize = runners
+        .into_iter()
+        .map(finish)
+        .map(|output| {
+            assert!(output.status.success(), "{:?}", text(&output));
+            applied_versions(&output).len()
+        })
+        .sum();
+    assert_eq!(applied, 50);
+    assert_eq!(history_count(&url, m.path()), (50, true));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_contention_postgres() {
+    contention(Some(Server::Postgres)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_contention_mysql() {
+    contention(Some(Server::Mysql)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_contention_sqlite_processes_sharing_one_file() {
+    contention(None).await;
+}
+
+async fn killed_holder(server: Option<Server>, sleep_sql: &str) {
+    let Some(place) = Place::new(server).await else {
+        return;
+    };
+    let url = place.url();
+    let m = Migrations::new();
+    m.add(1, "slow", sleep_sql, None);
+    let mut victim = spawn(dirthara(
+        &url,
+        m.path(),
+        &["migrate", "--locking", "lease", "--lock-ttl", "3s"],
+    ));
+    // Wait until the lease is taken.
+    let started = Instant::now();
+    loop {
+        let out = dirthara(
+            &url,
+            m.path(),
+            &["unlock", "--locking", "lease", "--output", "json"],
+        )
+        .output()
+        .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if doc["state"] == "held" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never took the lease"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed_at = Instant::now();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+
+    let fast = Migrations::new();
+    fast.add(1, "slow", "CREATE TABLE after_crash (id INT)", None);
+    let out = dirthara(&url, fast.path(), &["migrate", "--locking", "lease"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    if killed_at.elapsed() < Duration::from_secs(2) {
+        // Still inside the dead holder's lease: refused, at once, naming it.
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("Error [MIGRATION_LOCK_HELD]"), "{stderr}");
+        assert!(stderr.contains("dirthara migrate"), "{stderr}");
+    }
+    // Once the lease lapses, the next runner proceeds with no operator action.
+    let out = dirthara(
+        &url,
+        fast.path(),
+        &[
+            "migrate",
+            "--locking",
+            "lease",
+            "--lock-wait",
+            "10s",
+            "--output",
+            "json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert!(
+        killed_at.elapsed() >= Duration::from_secs(3),
+        "took the lease before it lapsed"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_lease_holder_blocks_only_until_its_lease_lapses_postgres() {
+    killed_holder(Some(Server::Postgres), "SELECT pg_sleep(30)").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_lease_holder_blocks_only_until_its_lease_lapses_sqlite() {
+    // A recursive CTE keeps SQLite busy long enough to be killed inside the migration.
+    killed_holder(
+        None,
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000000) SELECT count(*) FROM n",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_lease_stops_the_run_before_its_next_migration_and_spares_the_new_holder() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "slow", "SELECT pg_sleep(2)", None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let first = spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--locking", "lease"],
+    ));
+    let started = Instant::now();
+    while db
+        .strings("SELECT query FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()")
+        .await
+        .is_empty()
+    {
+        assert!(started.elapsed() < Duration::from_secs(20));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // An operator force-unlocks, and another runner takes the lease.
+    let out = dirthara(
+        &db.url,
+        m.path(),
+        &["unlock", "--force", "--locking", "lease"],
+    )
+    .output()
+    .unwrap();
+    assert!(
+        text(&out)
+            .0
+            .contains("deleted the lease held by `dirthara migrate"),
+        "{:?}",
+        text(&out)
+    );
+    db.execute(
+        "INSERT INTO dirthara_migrations_lock (id, owner_id, hostname, pid, operation, acquired_at, expires_at) \
+         VALUES ('dirthara:migrations', 'intruder', 'other-host', 1, 'migrate', now(), now() + interval '10 minutes')",
+    )
+    .await;
+
+    let first = finish(first);
+    let (_, stderr) = text(&first);
+    assert_eq!(first.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
+    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
+    assert!(stderr.contains("warning [LOCK_LEASE_EXPIRED]"), "{stderr}");
+    assert!(!db.tables().await.contains(&"next_one".to_string()));
+    assert_eq!(
+        db.strings("SELECT owner_id FROM dirthara_migrations_lock")
+            .await,
+        vec!["intruder".to_string()],
+        "the new holder's lease was never deleted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_malformed_lease_is_held_for_acquire_and_status_until_force_unlocked() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::tables(1);
+    // Create the lease table the way dirthara does, then plant a lease without an expiry.
+    let out = dirthara(&db.url, m.path(), &["status", "--locking", "lease"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    db.execute(
+        "INSERT INTO dirthara_migrations_lock (id, owner_id, hostname, pid, operation) \
+         VALUES ('dirthara:migrations', 'old', 'old-host', 9, 'migrate')",
+    )
+    .await;
+    let out = dirthara(
+        &db.url,
+        m.path(),
+        &["status", "--locking", "lease", "--output", "json"],
+    )
+    .output()
+    .unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["lock"]["state"], "held");
+    assert_eq!(doc["lock"]["malformed"], true);
+    let out = dirthara(&db.url, m.path(), &["migrate", "--locking", "lease"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out).1.contains("Error [MIGRATION_LOCK_HELD]"));
+    let out = dirthara(
+        &db.url,
+        m.path(),
+        &["unlock", "--force", "--locking", "lease"],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success());
+    let out = dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--locking", "lease", "--output", "json"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(applied_versions(&out), vec![1]);
+}
