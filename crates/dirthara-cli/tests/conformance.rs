@@ -23,14 +23,62 @@ struct Target {
     locking: Locking,
     /// A failed step leaves nothing behind (transactional DDL).
     transactional_ddl: bool,
+    flavor: Flavor,
+}
+
+/// How migrations are written for the backend: SQL files or MongoDB JSON commands.
+#[derive(Clone, Copy, PartialEq)]
+enum Flavor {
+    Sql,
+    Json,
+}
+
+impl Flavor {
+    fn ext(self) -> &'static str {
+        match self {
+            Flavor::Sql => "sql",
+            Flavor::Json => "json",
+        }
+    }
+    fn create(self, t: &str) -> String {
+        match self {
+            Flavor::Sql => format!("CREATE TABLE {t} (id INT)"),
+            Flavor::Json => format!(r#"[{{"create": "{t}"}}]"#),
+        }
+    }
+    fn create_changed(self, t: &str) -> String {
+        match self {
+            Flavor::Sql => format!("CREATE TABLE {t} (id BIGINT)"),
+            Flavor::Json => format!(r#"[{{"create": "{t}", "capped": false}}]"#),
+        }
+    }
+    fn drop(self, t: &str) -> String {
+        match self {
+            Flavor::Sql => format!("DROP TABLE {t}"),
+            Flavor::Json => format!(r#"[{{"drop": "{t}"}}]"#),
+        }
+    }
+    /// Creates `t`, then fails.
+    fn broken(self, t: &str) -> String {
+        match self {
+            Flavor::Sql => format!("CREATE TABLE {t} (id INT);\nSELECT * FROM no_such_table;"),
+            Flavor::Json => format!(
+                r#"[{{"create": "{t}"}}, {{"insert": "{t}", "documents": [{{"_id": 1}}, {{"_id": 1}}]}}]"#
+            ),
+        }
+    }
 }
 
 async fn conformance(target: Target) {
     let url = target.url.as_str();
+    let f = target.flavor;
     let m = Migrations::new();
-    m.add(1, "a", "CREATE TABLE t_a (id INT)", Some("DROP TABLE t_a"));
-    m.add(2, "b", "CREATE TABLE t_b (id INT)", Some("DROP TABLE t_b"));
-    m.add(3, "c", "CREATE TABLE t_c (id INT)", Some("DROP TABLE t_c"));
+    let add = |v: i64, name: &str, up: String, down: Option<String>| {
+        m.add_as(f.ext(), v, name, &up, down.as_deref());
+    };
+    add(1, "a", f.create("t_a"), Some(f.drop("t_a")));
+    add(2, "b", f.create("t_b"), Some(f.drop("t_b")));
+    add(3, "c", f.create("t_c"), Some(f.drop("t_c")));
     let run = || migrator(url, &m, target.locking);
 
     // status and preview on an empty database create nothing and take no lock.
@@ -42,7 +90,7 @@ async fn conformance(target: Target) {
         .all(|s| s.state == dirthara::plan::MigrationState::Pending));
     let preview = run().preview(Command::Migrate).await.unwrap();
     assert_eq!(versions_of_preview(&preview), vec![1, 2, 3]);
-    assert_eq!(preview.steps[0].sql, "CREATE TABLE t_a (id INT)");
+    assert_eq!(preview.steps[0].sql, f.create("t_a"));
 
     // migrate: one batch; then nothing to do.
     let report = run().migrate().await.unwrap();
@@ -53,7 +101,7 @@ async fn conformance(target: Target) {
     assert!(run().migrate().await.unwrap().applied.is_empty());
 
     // a second batch, rolled back on its own.
-    m.add(4, "d", "CREATE TABLE t_d (id INT)", Some("DROP TABLE t_d"));
+    add(4, "d", f.create("t_d"), Some(f.drop("t_d")));
     let report = run().migrate().await.unwrap();
     assert_eq!(
         (versions(&report.applied), report.batch),
@@ -102,22 +150,26 @@ async fn conformance(target: Target) {
     // planning refusals change nothing.
     let err = run().migrate_to(99).await.unwrap_err();
     assert_eq!(err.code(), Code::UnknownVersion);
-    m.add(5, "irreversible", "CREATE TABLE t_e (id INT)", None);
+    add(5, "irreversible", f.create("t_e"), None);
     run().migrate().await.unwrap();
     let err = run().rollback(RollbackScope::Steps(1)).await.unwrap_err();
     assert_eq!(err.code(), Code::IrreversibleMigration);
 
     // a changed file is refused until accepted.
-    std::fs::write(m.path().join("2_b.up.sql"), "CREATE TABLE t_b (id BIGINT)").unwrap();
+    std::fs::write(
+        m.path().join(format!("2_b.up.{}", f.ext())),
+        f.create_changed("t_b"),
+    )
+    .unwrap();
     let err = run().migrate().await.unwrap_err();
     assert_eq!(err.code(), Code::ChecksumMismatch);
     run().resolve(2, Resolution::AcceptChecksum).await.unwrap();
     run().migrate().await.unwrap();
 
     // fresh drops what is not ours too, and keeps working after the history is gone.
-    m.add(6, "stray", "CREATE TABLE stray (id INT)", None);
+    add(6, "stray", f.create("stray"), None);
     run().migrate().await.unwrap();
-    std::fs::remove_file(m.path().join("6_stray.sql")).unwrap();
+    std::fs::remove_file(m.path().join(format!("6_stray.{}", f.ext()))).unwrap();
     assert_eq!(
         run().migrate().await.unwrap_err().code(),
         Code::MissingMigration
@@ -131,19 +183,9 @@ async fn conformance(target: Target) {
     assert_eq!(versions(&report.applied), vec![1, 2, 3, 4, 5]);
 
     // a failing migration in the middle.
-    m.add(7, "ok", "CREATE TABLE t_g (id INT)", Some("DROP TABLE t_g"));
-    m.add(
-        8,
-        "broken",
-        "CREATE TABLE t_h (id INT);\nSELECT * FROM no_such_table;",
-        Some("DROP TABLE t_h"),
-    );
-    m.add(
-        9,
-        "later",
-        "CREATE TABLE t_i (id INT)",
-        Some("DROP TABLE t_i"),
-    );
+    add(7, "ok", f.create("t_g"), Some(f.drop("t_g")));
+    add(8, "broken", f.broken("t_h"), Some(f.drop("t_h")));
+    add(9, "later", f.create("t_i"), Some(f.drop("t_i")));
     let err = run().migrate().await.unwrap_err();
     assert_eq!(err.code(), Code::MigrationFailed);
     assert_eq!(versions(err.completed()), vec![7]);
@@ -168,7 +210,7 @@ async fn conformance(target: Target) {
         ));
         assert_eq!(state(8), Pending);
     } else {
-        // MySQL committed the CREATE TABLE before the failure: the history says so.
+        // MySQL (and MongoDB) kept the created table before the failure: the history says so.
         assert!(matches!(
             err.kind(),
             ErrorKind::MigrationFailed {
@@ -182,13 +224,13 @@ async fn conformance(target: Target) {
             Code::DirtyMigration
         );
         // The operator drops the half-made table and records the rollback.
-        drop_table(url, "t_h").await;
+        drop_table(url, f, "t_h").await;
         let report = run().resolve(8, Resolution::RolledBack).await.unwrap();
         assert_eq!(report.recorded.len(), 1);
     }
     std::fs::write(
-        m.path().join("8_broken.up.sql"),
-        "CREATE TABLE t_h (id INT)",
+        m.path().join(format!("8_broken.up.{}", f.ext())),
+        f.create("t_h"),
     )
     .unwrap();
     assert_eq!(
@@ -200,8 +242,8 @@ async fn conformance(target: Target) {
     let report = run().fresh().await.unwrap();
     assert_eq!(report.applied.len(), 8);
     let other = Migrations::new();
-    other.add(1, "a", "CREATE TABLE t_a (id INT)", None);
-    other.add(2, "b", "CREATE TABLE t_b2 (id INT)", None);
+    other.add_as(f.ext(), 1, "a", &f.create("t_a"), None);
+    other.add_as(f.ext(), 2, "b", &f.create("t_b2"), None);
     let adopt = |history_table: &str| {
         let mut config = Config::with_url(url);
         config.directories = vec![other.path().to_path_buf()];
@@ -221,8 +263,18 @@ fn versions_of_preview(preview: &dirthara::Preview) -> Vec<i64> {
     preview.steps.iter().map(|s| s.version).collect()
 }
 
-async fn drop_table(url: &str, table: &str) {
+/// What an operator does by hand before `resolve --rolled-back`.
+async fn drop_table(url: &str, flavor: Flavor, table: &str) {
     use sqlx::{Connection, Executor};
+    if flavor == Flavor::Json {
+        let client = servers::mongo_client(url).await.unwrap();
+        let db = client.default_database().unwrap();
+        db.collection::<mongodb::bson::Document>(table)
+            .drop()
+            .await
+            .unwrap();
+        return;
+    }
     let mut c = sqlx::MySqlConnection::connect(url).await.unwrap();
     c.execute(format!("DROP TABLE {table}").as_str())
         .await
@@ -237,6 +289,7 @@ async fn conformance_sqlite_unlocked() {
         url,
         locking: Locking::Off,
         transactional_ddl: true,
+        flavor: Flavor::Sql,
     })
     .await;
 }
@@ -250,6 +303,7 @@ async fn conformance_postgres_session_lock() {
         url: db.url.clone(),
         locking: Locking::Auto,
         transactional_ddl: true,
+        flavor: Flavor::Sql,
     })
     .await;
 }
@@ -263,6 +317,7 @@ async fn conformance_mysql_session_lock() {
         url: db.url.clone(),
         locking: Locking::Auto,
         transactional_ddl: false,
+        flavor: Flavor::Sql,
     })
     .await;
 }
@@ -275,6 +330,7 @@ async fn conformance_sqlite_lease() {
         url,
         locking: Locking::Lease,
         transactional_ddl: true,
+        flavor: Flavor::Sql,
     })
     .await;
 }
@@ -288,6 +344,7 @@ async fn conformance_postgres_lease() {
         url: db.url.clone(),
         locking: Locking::Lease,
         transactional_ddl: true,
+        flavor: Flavor::Sql,
     })
     .await;
 }
@@ -301,6 +358,22 @@ async fn conformance_mysql_lease() {
         url: db.url.clone(),
         locking: Locking::Lease,
         transactional_ddl: false,
+        flavor: Flavor::Sql,
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn conformance_mongodb_lease() {
+    let Some(db) = TestDb::create(Server::Mongo).await else {
+        return;
+    };
+    conformance(Target {
+        url: db.url.clone(),
+        // `true` means the native strategy, which on MongoDB is the lease.
+        locking: Locking::Auto,
+        transactional_ddl: false,
+        flavor: Flavor::Json,
     })
     .await;
 }

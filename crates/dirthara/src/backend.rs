@@ -16,6 +16,8 @@ use crate::lock::lease::LeaseStore;
 
 #[cfg(test)]
 pub(crate) mod memory;
+#[cfg(feature = "mongodb")]
+mod mongo;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -31,6 +33,7 @@ pub enum BackendKind {
     Sqlite,
     Postgres,
     Mysql,
+    Mongo,
     /// The in-memory backend of the engine's own tests.
     #[doc(hidden)]
     Memory,
@@ -49,12 +52,10 @@ impl BackendKind {
             "postgres" | "postgresql" => Ok(BackendKind::Postgres),
             "mysql" | "mariadb" => Ok(BackendKind::Mysql),
             "memory" => Ok(BackendKind::Memory),
-            "mongodb" | "mongodb+srv" => Err(Error::config(format!(
-                "`{}`: MongoDB is not supported by this build yet",
-                redact_url(url)
-            ))),
+            "mongodb" | "mongodb+srv" => Ok(BackendKind::Mongo),
             _ => Err(Error::config(format!(
-                "`{}`: unknown database URL scheme; use postgres://, mysql://, mariadb:// or sqlite:",
+                "`{}`: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
+                 sqlite:, mongodb:// or mongodb+srv://",
                 redact_url(url)
             ))),
         }
@@ -65,7 +66,16 @@ impl BackendKind {
             BackendKind::Sqlite => "sqlite",
             BackendKind::Postgres => "postgres",
             BackendKind::Mysql => "mysql",
+            BackendKind::Mongo => "mongodb",
             BackendKind::Memory => "memory",
+        }
+    }
+
+    /// What the database's migrations are written in.
+    pub fn step_format(self) -> crate::migration::StepFormat {
+        match self {
+            BackendKind::Mongo => crate::migration::StepFormat::MongoCommands,
+            _ => crate::migration::StepFormat::Sql,
         }
     }
 
@@ -264,6 +274,10 @@ async fn connect_once(
         BackendKind::Postgres => postgres::connect(request).await,
         #[cfg(feature = "mysql")]
         BackendKind::Mysql => mysql::connect(request).await,
+        #[cfg(feature = "mongodb")]
+        BackendKind::Mongo => mongo::connect(request).await,
+        #[cfg(not(feature = "mongodb"))]
+        BackendKind::Mongo => Err(unsupported("mongodb")),
         #[cfg(not(feature = "sqlite"))]
         BackendKind::Sqlite => Err(unsupported("sqlite")),
         #[cfg(not(feature = "postgres"))]

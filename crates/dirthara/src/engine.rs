@@ -121,7 +121,37 @@ impl Migrator {
             migrations.push(extra.clone());
         }
         migrations.sort_by_key(|m| m.version);
+        self.check_formats(&migrations)?;
         Ok(migrations)
+    }
+
+    /// A JSON command migration cannot run on a SQL database, nor SQL on MongoDB: refuse
+    /// before any database is touched.
+    fn check_formats(&self, migrations: &[Migration]) -> Result<()> {
+        for migration in migrations {
+            let Ok(url) = self.config.connection_url(&migration.connection) else {
+                continue; // reported when the connection is needed
+            };
+            let Ok(kind) = BackendKind::from_url(url) else {
+                continue;
+            };
+            if kind != BackendKind::Memory && kind.step_format() != migration.format {
+                return Err(Error::invalid(
+                    PathBuf::from(&migration.origin),
+                    format!(
+                        "is a {} migration but connection `{}` is {}; MongoDB migrations are \
+                         `.json` command files, SQL databases take `.sql` files",
+                        match migration.format {
+                            crate::migration::StepFormat::Sql => "SQL",
+                            crate::migration::StepFormat::MongoCommands => "MongoDB (JSON)",
+                        },
+                        migration.connection,
+                        kind.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Applies every pending migration, in version order, as one new batch.

@@ -78,6 +78,8 @@ pub(crate) fn resolve_strategy(
     };
     match locking {
         Locking::Off => Ok(Strategy::Off),
+        // MongoDB has no session lock: its native lock is the lease.
+        Locking::Auto if kind == BackendKind::Mongo => Ok(Strategy::Lease),
         Locking::Auto | Locking::Session if kind.has_session_lock() => Ok(Strategy::Session),
         Locking::Auto | Locking::Session => failed(format!(
             "{} has no named session locks, so this run cannot be locked; nothing was read or \

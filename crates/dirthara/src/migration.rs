@@ -24,6 +24,16 @@ impl fmt::Display for Direction {
     }
 }
 
+/// What a migration's steps are written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepFormat {
+    /// SQL text, sent to the database as it is.
+    Sql,
+    /// A JSON array of MongoDB database commands (Extended JSON v2), run in order.
+    MongoCommands,
+}
+
 /// One migration, loaded and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Migration {
@@ -42,6 +52,7 @@ pub struct Migration {
     pub connection: String,
     /// Where it came from (a file path), for messages.
     pub origin: String,
+    pub format: StepFormat,
 }
 
 impl Migration {
@@ -58,6 +69,7 @@ impl Migration {
             down: None,
             transactional: true,
             connection: DEFAULT_CONNECTION.to_string(),
+            format: StepFormat::Sql,
         }
     }
 

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::migration::{checksum, Migration, DEFAULT_CONNECTION};
+use crate::migration::{checksum, Migration, StepFormat, DEFAULT_CONNECTION};
 
 /// The prefix of every header directive, e.g. `-- dirthara:no-transaction`.
 const DIRECTIVE_PREFIX: &str = "dirthara:";
@@ -27,13 +27,24 @@ struct MigrationFile {
     version: i64,
     name: String,
     role: FileRole,
+    format: StepFormat,
     path: PathBuf,
+}
+
+fn format_of(file_name: &str) -> Option<StepFormat> {
+    if file_name.ends_with(".sql") {
+        Some(StepFormat::Sql)
+    } else if file_name.ends_with(".json") {
+        Some(StepFormat::MongoCommands)
+    } else {
+        None
+    }
 }
 
 /// Loads every migration in `directories`, in order, and validates the set as a whole.
 ///
-/// Files whose extension is not `.sql` are ignored (a `README.md` may live beside the
-/// migrations); a `.sql` file whose name does not parse is an error, never silently skipped.
+/// Files whose extension is not `.sql` or `.json` are ignored (a `README.md` may live beside
+/// the migrations); such a file whose name does not parse is an error, never silently skipped.
 pub fn load_directories(directories: &[PathBuf]) -> Result<Vec<Migration>> {
     let mut files = Vec::new();
     for dir in directories {
@@ -56,12 +67,15 @@ fn scan_directory(dir: &Path) -> Result<Vec<MigrationFile>> {
             entry.map_err(|e| Error::invalid(dir, format!("cannot list directory: {e}")))?;
         let path = entry.path();
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
-            if path.extension().is_some_and(|ext| ext == "sql") {
+            if path
+                .extension()
+                .is_some_and(|ext| ext == "sql" || ext == "json")
+            {
                 return Err(Error::invalid(&path, "the file name is not valid UTF-8"));
             }
             continue;
         };
-        if file_name.starts_with('.') || !file_name.ends_with(".sql") {
+        if file_name.starts_with('.') || format_of(file_name).is_none() {
             continue;
         }
         if !path.is_file() {
@@ -74,8 +88,13 @@ fn scan_directory(dir: &Path) -> Result<Vec<MigrationFile>> {
 
 fn parse_file_name(file_name: &str, path: PathBuf) -> Result<MigrationFile> {
     const EXPECTED: &str = "expected `<version>_<name>.up.sql`, `<version>_<name>.down.sql` or \
-                            `<version>_<name>.sql`, e.g. `20240101120000_create_users.up.sql`";
-    let stem = file_name.strip_suffix(".sql").unwrap_or(file_name);
+                            `<version>_<name>.sql` (`.json` for MongoDB), e.g. \
+                            `20240101120000_create_users.up.sql`";
+    let format = format_of(file_name).unwrap_or(StepFormat::Sql);
+    let stem = file_name
+        .strip_suffix(".sql")
+        .or_else(|| file_name.strip_suffix(".json"))
+        .unwrap_or(file_name);
     let (stem, role) = if let Some(stem) = stem.strip_suffix(".up") {
         (stem, FileRole::Up)
     } else if let Some(stem) = stem.strip_suffix(".down") {
@@ -112,6 +131,7 @@ fn parse_file_name(file_name: &str, path: PathBuf) -> Result<MigrationFile> {
         version,
         name: name.to_string(),
         role,
+        format,
         path,
     })
 }
@@ -184,8 +204,20 @@ fn assemble(files: Vec<MigrationFile>) -> Result<Vec<Migration>> {
                 ));
             }
         }
+        if let Some(down) = &down {
+            if down.format != up.format {
+                return Err(Error::invalid(
+                    &down.path,
+                    format!(
+                        "its up step `{}` is written in another format; both steps of a migration \
+                         are `.sql` or both are `.json`",
+                        file_name(&up.path)
+                    ),
+                ));
+            }
+        }
         let up_text = read_text(&up.path)?;
-        let up_header = parse_directives(&up.path, &up_text)?;
+        let up_header = header(&up, &up_text)?;
         let mut migration = Migration {
             version,
             checksum: checksum(&up_text),
@@ -197,11 +229,12 @@ fn assemble(files: Vec<MigrationFile>) -> Result<Vec<Migration>> {
                 .clone()
                 .unwrap_or_else(|| DEFAULT_CONNECTION.to_string()),
             origin: up.path.display().to_string(),
+            format: up.format,
             name: up.name,
         };
         if let Some(down) = down {
             let down_text = read_text(&down.path)?;
-            let down_header = parse_directives(&down.path, &down_text)?;
+            let down_header = header(&down, &down_text)?;
             if down_header.connection.is_some() && down_header.connection != up_header.connection {
                 return Err(Error::invalid(
                     &down.path,
@@ -256,6 +289,89 @@ fn read_text(path: &Path) -> Result<String> {
         ));
     }
     Ok(text)
+}
+
+/// A file's header: SQL directives, or what a JSON command file declares about itself.
+fn header(file: &MigrationFile, text: &str) -> Result<Header> {
+    match file.format {
+        StepFormat::Sql => parse_directives(&file.path, text),
+        StepFormat::MongoCommands => {
+            let commands =
+                parse_commands(text).map_err(|reason| Error::invalid(&file.path, reason))?;
+            Ok(Header {
+                no_transaction: !commands.transaction,
+                connection: commands.connection,
+            })
+        }
+    }
+}
+
+/// A JSON command migration, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Commands {
+    /// Each a database command document (Extended JSON v2).
+    pub commands: Vec<serde_json::Map<String, serde_json::Value>>,
+    /// Run the commands and the history record in one transaction (replica sets).
+    pub transaction: bool,
+    pub connection: Option<String>,
+}
+
+/// Parses `[{...}, ...]` or `{"transaction": true, "commands": [{...}], "connection": "name"}`.
+pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
+    let value: serde_json::Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+        .map_err(|e| format!("is not valid JSON ({e})"))?;
+    const SHAPE: &str = "a MongoDB migration is a JSON array of command documents, e.g. \
+                         `[{\"create\": \"users\"}]`, or `{\"transaction\": true, \"commands\": [...]}`";
+    let (list, transaction, connection) = match value {
+        serde_json::Value::Array(list) => (list, false, None),
+        serde_json::Value::Object(mut object) => {
+            let list = match object.remove("commands") {
+                Some(serde_json::Value::Array(list)) => list,
+                _ => return Err(format!("has no `commands` array: {SHAPE}")),
+            };
+            let transaction = match object.remove("transaction") {
+                None => false,
+                Some(serde_json::Value::Bool(b)) => b,
+                Some(_) => return Err("`transaction` must be true or false".into()),
+            };
+            let connection = match object.remove("connection") {
+                None => None,
+                Some(serde_json::Value::String(name)) if valid_connection_name(&name) => Some(name),
+                Some(_) => {
+                    return Err(
+                        "`connection` must be a connection name (letters, digits, `_`, `-`)".into(),
+                    )
+                }
+            };
+            if let Some(key) = object.keys().next() {
+                return Err(format!(
+                    "unknown key `{key}`; the known ones are `commands`, `transaction` and `connection`"
+                ));
+            }
+            (list, transaction, connection)
+        }
+        _ => return Err(format!("is not a JSON array of documents: {SHAPE}")),
+    };
+    if list.is_empty() {
+        return Err("has no commands; write at least one or delete the file".into());
+    }
+    let mut commands = Vec::with_capacity(list.len());
+    for (index, item) in list.into_iter().enumerate() {
+        match item {
+            serde_json::Value::Object(command) if !command.is_empty() => commands.push(command),
+            _ => {
+                return Err(format!(
+                    "command #{} is not a non-empty document: {SHAPE}",
+                    index + 1
+                ))
+            }
+        }
+    }
+    Ok(Commands {
+        commands,
+        transaction,
+        connection,
+    })
 }
 
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -356,6 +472,38 @@ mod tests {
             assert!(err.to_string().contains(needle), "{name}: {err}");
             assert!(err.to_string().starts_with(name), "{name}: {err}");
         }
+    }
+
+    #[test]
+    fn json_command_files_parse_in_both_forms_and_bad_shapes_are_refused() {
+        let plain = parse_commands(r#"[{"create": "users"}, {"drop": "old"}]"#).unwrap();
+        assert_eq!((plain.commands.len(), plain.transaction), (2, false));
+        let tx = parse_commands(
+            r#"{"transaction": true, "commands": [{"insert": "u", "documents": [{"a": 1}]}]}"#,
+        )
+        .unwrap();
+        assert!(tx.transaction);
+        for (text, needle) in [
+            ("{", "not valid JSON"),
+            ("[]", "no commands"),
+            ("[1]", "not a non-empty document"),
+            ("[{}]", "not a non-empty document"),
+            ("{\"x\": 1}", "no `commands`"),
+            (
+                "{\"commands\": [{\"a\": 1}], \"extra\": 1}",
+                "unknown key `extra`",
+            ),
+            ("\"create\"", "not a JSON array"),
+        ] {
+            let err = parse_commands(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+        assert_eq!(
+            parse_file_name("5_users.up.json", "5_users.up.json".into())
+                .unwrap()
+                .format,
+            StepFormat::MongoCommands
+        );
     }
 
     #[test]

@@ -12,6 +12,7 @@ use sqlx::{Connection, Executor, MySqlConnection, PgConnection, Row};
 pub enum Server {
     Postgres,
     Mysql,
+    Mongo,
 }
 
 impl Server {
@@ -21,6 +22,8 @@ impl Server {
                 .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
             Server::Mysql => std::env::var("DIRTHARA_TEST_MYSQL_URL")
                 .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/mysql".into()),
+            Server::Mongo => std::env::var("DIRTHARA_TEST_MONGODB_URL")
+                .unwrap_or_else(|_| "mongodb://127.0.0.1:27017/admin?directConnection=true".into()),
         }
     }
 
@@ -28,6 +31,7 @@ impl Server {
         match self {
             Server::Postgres => "postgres",
             Server::Mysql => "mysql",
+            Server::Mongo => "mongodb",
         }
     }
 
@@ -36,6 +40,11 @@ impl Server {
         match self {
             Server::Postgres => format!("SELECT pg_sleep({seconds})"),
             Server::Mysql => format!("SELECT SLEEP({seconds})"),
+            // MongoDB's `sleep` is a test command (the server needs enableTestCommands).
+            Server::Mongo => format!(
+                r#"[{{"sleep": 1, "millis": {}}}]"#,
+                (seconds * 1000.0) as u64
+            ),
         }
     }
 }
@@ -78,6 +87,16 @@ impl TestDb {
                     c.execute(format!("CREATE DATABASE {name}").as_str())
                         .await?;
                 }
+                Server::Mongo => {
+                    // MongoDB creates a database on first write; check the server answers.
+                    let protocol = |e: mongodb::error::Error| sqlx::Error::Protocol(e.to_string());
+                    let client = mongo_client(&admin_url).await.map_err(protocol)?;
+                    client
+                        .database("admin")
+                        .run_command(mongodb::bson::doc! { "ping": 1 })
+                        .await
+                        .map_err(protocol)?;
+                }
             }
             Ok::<_, sqlx::Error>(())
         }
@@ -114,14 +133,25 @@ impl TestDb {
                 let mut c = MySqlConnection::connect(&self.url).await.unwrap();
                 c.execute(sql).await.unwrap();
             }
+            Server::Mongo => panic!("no SQL on MongoDB"),
         }
     }
 
-    /// The tables of this database (PostgreSQL: its public schema).
+    /// This test's MongoDB database.
+    pub async fn mongo(&self) -> mongodb::Database {
+        mongo_client(&self.url).await.unwrap().database(&self.name)
+    }
+
+    /// The tables of this database (PostgreSQL: its public schema; MongoDB: collections).
     pub async fn tables(&self) -> Vec<String> {
+        if self.server == Server::Mongo {
+            let mut names = self.mongo().await.list_collection_names().await.unwrap();
+            names.sort();
+            return names;
+        }
         let sql = match self.server {
             Server::Postgres => "SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' ORDER BY 1",
-            Server::Mysql => "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1",
+            _ => "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1",
         };
         self.strings(sql).await
     }
@@ -137,6 +167,7 @@ impl TestDb {
                     .map(|r| r.get::<String, _>(0))
                     .collect()
             }
+            Server::Mongo => panic!("no SQL on MongoDB"),
             Server::Mysql => {
                 let mut c = MySqlConnection::connect(&self.url).await.unwrap();
                 // MariaDB reports some computed text columns as VARBINARY.
@@ -155,6 +186,27 @@ impl TestDb {
 
     /// (version, batch, state) of every history record.
     pub async fn history(&self) -> Vec<(i64, i64, String)> {
+        if self.server == Server::Mongo {
+            use mongodb::bson::{doc, Document};
+            let mut cursor = self
+                .mongo()
+                .await
+                .collection::<Document>("dirthara_migrations")
+                .find(doc! {})
+                .sort(doc! { "_id": 1 })
+                .await
+                .unwrap();
+            let mut rows = Vec::new();
+            while cursor.advance().await.unwrap() {
+                let d = cursor.deserialize_current().unwrap();
+                rows.push((
+                    d.get_i64("_id").unwrap(),
+                    d.get_i64("batch").unwrap(),
+                    d.get_str("state").unwrap().to_string(),
+                ));
+            }
+            return rows;
+        }
         let sql = "SELECT CONCAT(CAST(version AS CHAR(20)), ' ', CAST(batch AS CHAR(20)), ' ', state) FROM dirthara_migrations ORDER BY version";
         let sql = if self.server == Server::Postgres {
             "SELECT version::text || ' ' || batch::text || ' ' || state FROM dirthara_migrations ORDER BY version"
@@ -203,11 +255,22 @@ impl Drop for TestDb {
                                 .await;
                         }
                     }
+                    Server::Mongo => {
+                        if let Ok(client) = mongo_client(&admin_url).await {
+                            let _ = client.database(&name).drop().await;
+                        }
+                    }
                 }
             })
         })
         .join();
     }
+}
+
+pub async fn mongo_client(url: &str) -> mongodb::error::Result<mongodb::Client> {
+    let mut options = mongodb::options::ClientOptions::parse(url).await?;
+    options.server_selection_timeout = Some(std::time::Duration::from_secs(3));
+    mongodb::Client::with_options(options)
 }
 
 fn fastrand_suffix() -> String {
@@ -238,15 +301,42 @@ impl Migrations {
     }
 
     pub fn add(&self, version: i64, name: &str, up: &str, down: Option<&str>) -> &Self {
+        self.add_as("sql", version, name, up, down)
+    }
+
+    /// Writes a migration with extension `ext` (`sql` or `json`).
+    pub fn add_as(
+        &self,
+        ext: &str,
+        version: i64,
+        name: &str,
+        up: &str,
+        down: Option<&str>,
+    ) -> &Self {
         let base = self.dir.path();
         match down {
             Some(down) => {
-                std::fs::write(base.join(format!("{version}_{name}.up.sql")), up).unwrap();
-                std::fs::write(base.join(format!("{version}_{name}.down.sql")), down).unwrap();
+                std::fs::write(base.join(format!("{version}_{name}.up.{ext}")), up).unwrap();
+                std::fs::write(base.join(format!("{version}_{name}.down.{ext}")), down).unwrap();
             }
-            None => std::fs::write(base.join(format!("{version}_{name}.sql")), up).unwrap(),
+            None => std::fs::write(base.join(format!("{version}_{name}.{ext}")), up).unwrap(),
         }
         self
+    }
+
+    /// `count` trivial MongoDB migrations, each creating its own collection.
+    pub fn collections(count: i64) -> Self {
+        let m = Migrations::new();
+        for v in 1..=count {
+            m.add_as(
+                "json",
+                v,
+                &format!("c{v}"),
+                &format!(r#"[{{"create": "c{v}"}}]"#),
+                Some(&format!(r#"[{{"drop": "c{v}"}}]"#)),
+            );
+        }
+        m
     }
 
     /// `count` trivial migrations, each creating its own table.
