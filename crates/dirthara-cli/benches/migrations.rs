@@ -1,0 +1,1070 @@
+//! Migration-runner benchmarks against the local servers (no criterion: `harness = false`,
+//! timed with `std::time::Instant`).
+//!
+//! ```text
+//! cargo build --release -p dirthara-cli          # for the CLI rows (or bash bench/run.sh)
+//! cargo bench -p dirthara-cli --bench migrations
+//! ```
+//!
+//! - a. applying 1,000 trivial pending migrations: PostgreSQL (session lock), SQLite (no lock);
+//! - b. `migrate` with 1,000 applied and nothing pending, in-process and as a CLI process;
+//! - c. 8 CLI processes started at once on one empty PostgreSQL database with 200 pending;
+//! - d. lock hand-over latency (B's `LockAcquired` − A's `LockReleased`), PostgreSQL and MariaDB.
+//!
+//! Every server database is created under a unique name and dropped at the end (also when a
+//! scenario fails). A server that cannot be reached skips its rows with a message. The
+//! servers are those of the test suite: `DIRTHARA_TEST_POSTGRES_URL` /
+//! `DIRTHARA_TEST_MYSQL_URL`, by default the local trust-auth ones. The CLI binary is
+//! `target/release/dirthara` (override: `DIRTHARA_BENCH_BIN`); without it the CLI rows are
+//! skipped.
+
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use dirthara::{Config, Event, EventSink, Locking, Migrator, RunReport};
+use sqlx::{Connection, Executor, MySqlConnection, PgConnection};
+
+type BenchResult<T> = Result<T, String>;
+
+/// Trivial migrations applied in (a) and found applied in (b).
+const TRIVIAL: i64 = 1000;
+/// Pending migrations the concurrent runners of (c) race for.
+const CONTENDED: i64 = 200;
+const RUNNERS: usize = 8;
+const APPLY_REPS: usize = 3;
+const NOOP_REPS: usize = 5;
+const CONTENTION_REPS: usize = 3;
+const HANDOVER_REPS: usize = 20;
+/// How long runner A of (d) holds the lock with its migration.
+const HOLD_SECONDS: f64 = 0.3;
+
+// ---------------------------------------------------------------------------------------
+// Servers and throwaway databases (the same pattern as tests/servers/mod.rs)
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Server {
+    Postgres,
+    Mysql,
+}
+
+impl Server {
+    fn admin_url(self) -> String {
+        match self {
+            Server::Postgres => std::env::var("DIRTHARA_TEST_POSTGRES_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
+            Server::Mysql => std::env::var("DIRTHARA_TEST_MYSQL_URL")
+                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/mysql".into()),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Server::Postgres => "PostgreSQL",
+            Server::Mysql => "MariaDB",
+        }
+    }
+
+    fn sleep_sql(self, seconds: f64) -> String {
+        match self {
+            Server::Postgres => format!("SELECT pg_sleep({seconds})"),
+            Server::Mysql => format!("SELECT SLEEP({seconds})"),
+        }
+    }
+}
+
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((b, q)) => (b, format!("?{q}")),
+        None => (url, String::new()),
+    };
+    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
+    let path_start = base[scheme_end..]
+        .find('/')
+        .map(|i| i + scheme_end)
+        .unwrap_or(base.len());
+    format!("{}/{database}{query}", &base[..path_start])
+}
+
+fn unique_name() -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or_default();
+    format!(
+        "dirthara_bench_{}_{secs:x}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    )
+}
+
+/// A database created for the bench, dropped when this value is.
+struct BenchDb {
+    server: Server,
+    name: String,
+    url: String,
+    admin_url: String,
+}
+
+impl BenchDb {
+    async fn create(server: Server) -> BenchResult<BenchDb> {
+        let admin_url = server.admin_url();
+        let name = unique_name();
+        let sql = format!("CREATE DATABASE {name}");
+        let created = async {
+            match server {
+                Server::Postgres => {
+                    let mut c = PgConnection::connect(&admin_url).await?;
+                    c.execute(sql.as_str()).await?;
+                    c.close().await
+                }
+                Server::Mysql => {
+                    let mut c = MySqlConnection::connect(&admin_url).await?;
+                    c.execute(sql.as_str()).await?;
+                    c.close().await
+                }
+            }
+        }
+        .await;
+        created.map_err(|e| format!("{} at {admin_url} is not usable: {e}", server.label()))?;
+        Ok(BenchDb {
+            server,
+            url: with_database(&admin_url, &name),
+            name,
+            admin_url,
+        })
+    }
+}
+
+impl Drop for BenchDb {
+    fn drop(&mut self) {
+        let (server, admin_url, name) = (self.server, self.admin_url.clone(), self.name.clone());
+        // Drop runs inside the bench's runtime: use a small runtime of our own on another thread.
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())?;
+            rt.block_on(async {
+                match server {
+                    Server::Postgres => {
+                        let mut c = PgConnection::connect(&admin_url).await?;
+                        c.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                            .await?;
+                    }
+                    Server::Mysql => {
+                        let mut c = MySqlConnection::connect(&admin_url).await?;
+                        c.execute(format!("DROP DATABASE IF EXISTS {name}").as_str())
+                            .await?;
+                    }
+                }
+                Ok::<_, sqlx::Error>(())
+            })
+            .map_err(|e| e.to_string())
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!(
+                "warning: could not drop bench database {} ({dropped:?}); drop it by hand",
+                self.name
+            );
+        }
+    }
+}
+
+/// PostgreSQL's committed-transaction counter for one database, read from the admin
+/// connection (so the reads themselves are not counted). Every statement outside an
+/// explicit transaction commits one, so the delta approximates the runner's round trips.
+struct XactCounter {
+    admin: PgConnection,
+}
+
+impl XactCounter {
+    async fn connect() -> BenchResult<XactCounter> {
+        let admin = PgConnection::connect(&Server::Postgres.admin_url())
+            .await
+            .map_err(|e| format!("PostgreSQL admin connection: {e}"))?;
+        Ok(XactCounter { admin })
+    }
+
+    /// Waits until no client session is left on `db` (a backend flushes its statistics as it
+    /// exits), then reads `xact_commit`.
+    async fn read(&mut self, db: &str) -> BenchResult<i64> {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let sessions: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = $1 AND backend_type = 'client backend'",
+            )
+            .bind(db)
+            .fetch_one(&mut self.admin)
+            .await
+            .map_err(|e| e.to_string())?;
+            if sessions == 0 || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        sqlx::query_scalar("SELECT xact_commit FROM pg_stat_database WHERE datname = $1")
+            .bind(db)
+            .fetch_one(&mut self.admin)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn text(&mut self, sql: &str) -> String {
+        sqlx::query_scalar::<_, String>(sql)
+            .fetch_one(&mut self.admin)
+            .await
+            .unwrap_or_else(|e| format!("? ({e})"))
+    }
+}
+
+async fn count_history(server: Server, url: &str) -> BenchResult<i64> {
+    let sql = "SELECT count(*) FROM dirthara_migrations";
+    let counted = match server {
+        Server::Postgres => {
+            let mut c = PgConnection::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            let n = sqlx::query_scalar(sql).fetch_one(&mut c).await;
+            let _ = c.close().await;
+            n
+        }
+        Server::Mysql => {
+            let mut c = MySqlConnection::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            let n = sqlx::query_scalar(sql).fetch_one(&mut c).await;
+            let _ = c.close().await;
+            n
+        }
+    };
+    counted.map_err(|e| format!("counting history rows: {e}"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Migrations on disk, runners in-process and as processes
+// ---------------------------------------------------------------------------------------
+
+fn write_migration(dir: &Path, version: i64, name: &str, sql: &str) -> BenchResult<()> {
+    let path = dir.join(format!("{version}_{name}.sql"));
+    std::fs::write(&path, sql).map_err(|e| format!("writing {}: {e}", path.display()))
+}
+
+/// A directory of `count` trivial migrations, `CREATE TABLE tN (id INT)`.
+fn trivial_migrations(count: i64) -> BenchResult<tempfile::TempDir> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    for v in 1..=count {
+        write_migration(
+            dir.path(),
+            v,
+            &format!("t{v}"),
+            &format!("CREATE TABLE t{v} (id INT)"),
+        )?;
+    }
+    Ok(dir)
+}
+
+fn config(url: &str, dir: &Path, locking: Locking) -> Config {
+    let mut config = Config::with_url(url);
+    config.directories = vec![dir.to_path_buf()];
+    config.locking = locking;
+    config
+}
+
+struct LibraryRun {
+    elapsed: Duration,
+    report: RunReport,
+    /// Sum of the `MigrationFinished` durations: time inside the steps themselves.
+    step_time: Duration,
+}
+
+async fn run_library(url: &str, dir: &Path, locking: Locking) -> BenchResult<LibraryRun> {
+    let steps = Arc::new(Mutex::new(Duration::ZERO));
+    let sink_steps = Arc::clone(&steps);
+    let events = EventSink::new(move |event| {
+        if let Event::MigrationFinished { duration, .. } = event {
+            *sink_steps.lock().unwrap() += *duration;
+        }
+    });
+    let migrator = Migrator::new(config(url, dir, locking)).with_events(events);
+    let started = Instant::now();
+    let report = migrator
+        .migrate()
+        .await
+        .map_err(|e| format!("migrate failed: {e}"))?;
+    let elapsed = started.elapsed();
+    let step_time = *steps.lock().unwrap();
+    Ok(LibraryRun {
+        elapsed,
+        report,
+        step_time,
+    })
+}
+
+/// The release CLI, if it was built.
+fn cli_binary() -> BenchResult<PathBuf> {
+    let path = match std::env::var_os("DIRTHARA_BENCH_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/dirthara"),
+    };
+    if path.is_file() {
+        Ok(path.canonicalize().unwrap_or(path))
+    } else {
+        Err(format!(
+            "no CLI binary at {} (run `cargo build --release -p dirthara-cli` or bench/run.sh)",
+            path.display()
+        ))
+    }
+}
+
+/// `dirthara -d URL --dir DIR <args>` with a clean environment, run from the migrations
+/// directory so no stray `dirthara.toml` is picked up.
+fn cli(bin: &Path, url: &str, dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.env_remove("DATABASE_URL").env("NO_COLOR", "1");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("DIRTHARA_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd.current_dir(dir)
+        .arg("-d")
+        .arg(url)
+        .arg("--dir")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "exit {:?}; stdout: {}; stderr: {}",
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).trim(),
+        String::from_utf8_lossy(&output.stderr).trim()
+    )
+}
+
+async fn run_cli(mut cmd: tokio::process::Command) -> BenchResult<(Duration, Output)> {
+    let started = Instant::now();
+    let output = cmd
+        .output()
+        .await
+        .map_err(|e| format!("starting the CLI: {e}"))?;
+    let elapsed = started.elapsed();
+    if !output.status.success() {
+        return Err(format!("CLI run failed: {}", describe(&output)));
+    }
+    Ok((elapsed, output))
+}
+
+/// The number of migrations a `--output json` run applied.
+fn applied_count(output: &Output) -> BenchResult<usize> {
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("not one JSON document ({e}): {}", describe(output)))?;
+    doc["applied"]
+        .as_array()
+        .map(Vec::len)
+        .ok_or_else(|| format!("no `applied` array: {}", describe(output)))
+}
+
+// ---------------------------------------------------------------------------------------
+// Statistics and the results table
+// ---------------------------------------------------------------------------------------
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+struct Summary {
+    n: usize,
+    median: f64,
+    min: f64,
+    max: f64,
+    p90: f64,
+}
+
+fn summarize(samples: &[f64]) -> Summary {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    assert!(n > 0, "no samples");
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    };
+    // Nearest rank.
+    let p90 = sorted[((n as f64 * 0.9).ceil() as usize).clamp(1, n) - 1];
+    Summary {
+        n,
+        median,
+        min: sorted[0],
+        max: sorted[n - 1],
+        p90,
+    }
+}
+
+fn median(samples: &[f64]) -> f64 {
+    summarize(samples).median
+}
+
+fn fmt_ms(value: f64) -> String {
+    if value.abs() < 10.0 {
+        format!("{value:.3}")
+    } else if value.abs() < 1000.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.0}")
+    }
+}
+
+struct Row {
+    label: String,
+    /// `None`: skipped or failed, the reason in `notes`.
+    stats: Option<Summary>,
+    notes: Vec<String>,
+}
+
+#[derive(Default)]
+struct Table {
+    rows: Vec<Row>,
+}
+
+impl Table {
+    fn add(&mut self, label: impl Into<String>, samples: &[f64], notes: Vec<String>) {
+        let row = Row {
+            label: label.into(),
+            stats: Some(summarize(samples)),
+            notes,
+        };
+        eprintln!("  {}", render_row(&row));
+        self.rows.push(row);
+    }
+
+    fn skip(&mut self, label: impl Into<String>, reason: impl Into<String>) {
+        let row = Row {
+            label: label.into(),
+            stats: None,
+            notes: vec![reason.into()],
+        };
+        eprintln!("  {}", render_row(&row));
+        self.rows.push(row);
+    }
+
+    fn print(&self) {
+        println!(
+            "{:<62} {:>3} {:>9} {:>9} {:>9} {:>9}",
+            "scenario (times in ms)", "n", "median", "min", "max", "p90"
+        );
+        println!("{}", "-".repeat(62 + 4 + 4 * 10));
+        for row in &self.rows {
+            println!("{}", render_row(row));
+            for note in row.notes.iter().skip(usize::from(row.stats.is_none())) {
+                println!("{:6}-> {note}", "");
+            }
+        }
+    }
+}
+
+fn render_row(row: &Row) -> String {
+    match &row.stats {
+        Some(s) => format!(
+            "{:<62} {:>3} {:>9} {:>9} {:>9} {:>9}",
+            row.label,
+            s.n,
+            fmt_ms(s.median),
+            fmt_ms(s.min),
+            fmt_ms(s.max),
+            // A 90th percentile of three samples is just the maximum.
+            if s.n >= 10 {
+                fmt_ms(s.p90)
+            } else {
+                "-".to_string()
+            }
+        ),
+        None => format!("{:<62} SKIPPED: {}", row.label, row.notes[0]),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// a + b: many trivial pending migrations, then a no-op run over them
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Postgres,
+    Sqlite,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Postgres => "PostgreSQL session lock",
+            Kind::Sqlite => "SQLite --no-lock",
+        }
+    }
+
+    fn locking(self) -> Locking {
+        match self {
+            Kind::Postgres => Locking::Auto,
+            Kind::Sqlite => Locking::Off,
+        }
+    }
+
+    fn cli_flags(self) -> &'static [&'static str] {
+        match self {
+            Kind::Postgres => &[],
+            Kind::Sqlite => &["--no-lock"],
+        }
+    }
+}
+
+/// A fresh, empty database of `kind`.
+struct FreshDb {
+    url: String,
+    server: Option<BenchDb>,
+    _file: Option<tempfile::TempDir>,
+}
+
+impl FreshDb {
+    async fn create(kind: Kind) -> BenchResult<FreshDb> {
+        match kind {
+            Kind::Postgres => {
+                let db = BenchDb::create(Server::Postgres).await?;
+                Ok(FreshDb {
+                    url: db.url.clone(),
+                    server: Some(db),
+                    _file: None,
+                })
+            }
+            Kind::Sqlite => {
+                let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+                Ok(FreshDb {
+                    url: format!("sqlite:{}", dir.path().join("bench.db").display()),
+                    server: None,
+                    _file: Some(dir),
+                })
+            }
+        }
+    }
+
+    fn name(&self) -> Option<&str> {
+        self.server.as_ref().map(|db| db.name.as_str())
+    }
+}
+
+/// Reads the transaction counter when there is one (PostgreSQL).
+async fn xact(counter: &mut Option<XactCounter>, db: &FreshDb) -> BenchResult<Option<i64>> {
+    match (counter.as_mut(), db.name()) {
+        (Some(counter), Some(name)) => counter.read(name).await.map(Some),
+        _ => Ok(None),
+    }
+}
+
+fn xact_note(deltas: &[f64], per: f64) -> Vec<String> {
+    if deltas.is_empty() {
+        return Vec::new();
+    }
+    let m = median(deltas);
+    let mut note =
+        format!("pg_stat_database.xact_commit delta (~ server round trips): median {m:.0}");
+    if per > 1.0 {
+        note.push_str(&format!(" = {:.2} per migration", m / per));
+    }
+    vec![note]
+}
+
+async fn bench_apply_and_noop(
+    kind: Kind,
+    bin: &BenchResult<PathBuf>,
+    table: &mut Table,
+) -> BenchResult<()> {
+    let migrations = trivial_migrations(TRIVIAL)?;
+    let dir = migrations.path();
+    let mut counter = match kind {
+        Kind::Postgres => Some(XactCounter::connect().await?),
+        Kind::Sqlite => None,
+    };
+
+    // a. 1,000 pending on a fresh database.
+    let (mut totals, mut per, mut outside, mut deltas) = (vec![], vec![], vec![], vec![]);
+    let mut last = None;
+    for rep in 1..=APPLY_REPS {
+        eprintln!(
+            "[a] {}: apply {TRIVIAL} pending, rep {rep}/{APPLY_REPS}",
+            kind.label()
+        );
+        let db = FreshDb::create(kind).await?;
+        let before = xact(&mut counter, &db).await?;
+        let run = run_library(&db.url, dir, kind.locking()).await?;
+        let after = xact(&mut counter, &db).await?;
+        if run.report.applied.len() != TRIVIAL as usize {
+            return Err(format!(
+                "applied {} of {TRIVIAL} migrations",
+                run.report.applied.len()
+            ));
+        }
+        totals.push(ms(run.elapsed));
+        per.push(ms(run.elapsed) / TRIVIAL as f64);
+        outside.push(ms(run.elapsed.saturating_sub(run.step_time)) / TRIVIAL as f64);
+        if let (Some(b), Some(a)) = (before, after) {
+            deltas.push((a - b) as f64);
+        }
+        last = Some(db);
+    }
+    let step_share = 100.0 * (1.0 - median(&outside) / median(&per));
+    let mut notes = vec![format!(
+        "steps themselves (MigrationFinished durations) are {step_share:.0}% of it; the rest \
+         ({} ms per migration) is lock re-checks, load, connect and history reads",
+        fmt_ms(median(&outside))
+    )];
+    notes.extend(xact_note(&deltas, TRIVIAL as f64));
+    table.add(
+        format!("a. apply {TRIVIAL} pending, {}: total", kind.label()),
+        &totals,
+        notes,
+    );
+    table.add(
+        format!(
+            "a. apply {TRIVIAL} pending, {}: per migration",
+            kind.label()
+        ),
+        &per,
+        vec![],
+    );
+
+    // b. the same database again: everything applied, nothing to do.
+    let db = last.expect("at least one repetition");
+    let (mut times, mut deltas) = (vec![], vec![]);
+    for rep in 1..=NOOP_REPS {
+        eprintln!(
+            "[b] {}: no-op migrate (library), rep {rep}/{NOOP_REPS}",
+            kind.label()
+        );
+        let before = xact(&mut counter, &db).await?;
+        let run = run_library(&db.url, dir, kind.locking()).await?;
+        let after = xact(&mut counter, &db).await?;
+        if !run.report.applied.is_empty() {
+            return Err(format!(
+                "the no-op run applied {} migrations",
+                run.report.applied.len()
+            ));
+        }
+        times.push(ms(run.elapsed));
+        if let (Some(b), Some(a)) = (before, after) {
+            deltas.push((a - b) as f64);
+        }
+    }
+    table.add(
+        format!("b. no-op, {TRIVIAL} applied, {}: library", kind.label()),
+        &times,
+        xact_note(&deltas, 0.0),
+    );
+
+    let label = format!("b. no-op, {TRIVIAL} applied, {}: CLI process", kind.label());
+    match bin {
+        Err(reason) => table.skip(label, reason.clone()),
+        Ok(bin) => {
+            let (mut times, mut deltas) = (vec![], vec![]);
+            let mut args = kind.cli_flags().to_vec();
+            args.extend(["-q", "migrate"]);
+            for rep in 1..=NOOP_REPS {
+                eprintln!(
+                    "[b] {}: no-op migrate (CLI), rep {rep}/{NOOP_REPS}",
+                    kind.label()
+                );
+                let before = xact(&mut counter, &db).await?;
+                let (elapsed, _) = run_cli(cli(bin, &db.url, dir, &args)).await?;
+                let after = xact(&mut counter, &db).await?;
+                times.push(ms(elapsed));
+                if let (Some(b), Some(a)) = (before, after) {
+                    deltas.push((a - b) as f64);
+                }
+            }
+            table.add(label, &times, xact_note(&deltas, 0.0));
+        }
+    }
+    Ok(())
+}
+
+/// Process start-up alone, to read the CLI rows against.
+async fn bench_cli_startup(bin: &BenchResult<PathBuf>, table: &mut Table) -> BenchResult<()> {
+    let label = "b. CLI `dirthara --version` (process start, no database)";
+    let bin = match bin {
+        Ok(bin) => bin,
+        Err(reason) => {
+            table.skip(label, reason.clone());
+            return Ok(());
+        }
+    };
+    let mut times = vec![];
+    for _ in 0..NOOP_REPS {
+        let mut cmd = tokio::process::Command::new(bin);
+        cmd.arg("--version")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        times.push(ms(run_cli(cmd).await?.0));
+    }
+    table.add(label, &times, vec![]);
+    Ok(())
+}
+
+/// Loading and validating the 1,000 files, with no database at all.
+fn bench_load(table: &mut Table) -> BenchResult<()> {
+    let migrations = trivial_migrations(TRIVIAL)?;
+    let migrator = Migrator::new(config("sqlite::memory:", migrations.path(), Locking::Off));
+    let mut times = vec![];
+    for _ in 0..NOOP_REPS {
+        let started = Instant::now();
+        let loaded = migrator.load().map_err(|e| e.to_string())?;
+        times.push(ms(started.elapsed()));
+        if loaded.len() != TRIVIAL as usize {
+            return Err(format!("loaded {} of {TRIVIAL} migrations", loaded.len()));
+        }
+    }
+    table.add(
+        format!("a/b. load + validate {TRIVIAL} migration files (no database)"),
+        &times,
+        vec![],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// c: eight CLI runners at once
+// ---------------------------------------------------------------------------------------
+
+async fn bench_contention(bin: &BenchResult<PathBuf>, table: &mut Table) -> BenchResult<()> {
+    let single = format!("c. 1 CLI runner, {CONTENDED} pending, PostgreSQL (baseline)");
+    let racing = format!("c. {RUNNERS} CLI runners at once, {CONTENDED} pending, PostgreSQL");
+    let bin = match bin {
+        Ok(bin) => bin,
+        Err(reason) => {
+            table.skip(single, reason.clone());
+            table.skip(racing, reason.clone());
+            return Ok(());
+        }
+    };
+    let migrations = trivial_migrations(CONTENDED)?;
+    let dir = migrations.path();
+    let args = ["--output", "json", "migrate"];
+
+    let mut times = vec![];
+    for rep in 1..=CONTENTION_REPS {
+        eprintln!("[c] 1 runner, rep {rep}/{CONTENTION_REPS}");
+        let db = BenchDb::create(Server::Postgres).await?;
+        let (elapsed, output) = run_cli(cli(bin, &db.url, dir, &args)).await?;
+        if applied_count(&output)? != CONTENDED as usize {
+            return Err(format!(
+                "the single runner did not apply all: {}",
+                describe(&output)
+            ));
+        }
+        times.push(ms(elapsed));
+    }
+    table.add(single, &times, vec![]);
+
+    let (mut times, mut finish_spread) = (vec![], vec![]);
+    for rep in 1..=CONTENTION_REPS {
+        eprintln!("[c] {RUNNERS} runners at once, rep {rep}/{CONTENTION_REPS}");
+        let db = BenchDb::create(Server::Postgres).await?;
+        let started = Instant::now();
+        let mut waits = Vec::with_capacity(RUNNERS);
+        for _ in 0..RUNNERS {
+            let child = cli(bin, &db.url, dir, &args)
+                .spawn()
+                .map_err(|e| format!("starting the CLI: {e}"))?;
+            waits.push(tokio::spawn(async move {
+                let output = child.wait_with_output().await;
+                (started.elapsed(), output)
+            }));
+        }
+        let mut finished = Vec::with_capacity(RUNNERS);
+        let mut applied = Vec::with_capacity(RUNNERS);
+        for wait in waits {
+            let (at, output) = wait.await.map_err(|e| e.to_string())?;
+            let output = output.map_err(|e| format!("waiting for a runner: {e}"))?;
+            if !output.status.success() {
+                return Err(format!("a runner failed: {}", describe(&output)));
+            }
+            applied.push(applied_count(&output)?);
+            finished.push(ms(at));
+        }
+        let wall = finished.iter().copied().fold(0.0, f64::max);
+        let first = finished.iter().copied().fold(f64::INFINITY, f64::min);
+        let rows = count_history(Server::Postgres, &db.url).await?;
+        let winners = applied.iter().filter(|&&n| n > 0).count();
+        if rows != CONTENDED || winners != 1 || applied.iter().sum::<usize>() != CONTENDED as usize
+        {
+            return Err(format!(
+                "expected one runner to apply all {CONTENDED} and {CONTENDED} history rows; \
+                 got applied per runner {applied:?} and {rows} rows"
+            ));
+        }
+        times.push(wall);
+        finish_spread.push(wall - first);
+    }
+    table.add(
+        racing,
+        &times,
+        vec![
+            format!(
+                "every rep: all {RUNNERS} exited 0, exactly {CONTENDED} history rows, one runner \
+                 applied all {CONTENDED} and the others none"
+            ),
+            format!(
+                "first-to-last finish spread: median {} ms",
+                fmt_ms(median(&finish_spread))
+            ),
+        ],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// d: lock hand-over latency
+// ---------------------------------------------------------------------------------------
+
+struct Handover {
+    /// B's `LockAcquired` − A's `LockReleased`, in ms; negative when B's event came first.
+    latency: f64,
+    /// B's whole wait for the lock, as it reports it.
+    b_waited: f64,
+}
+
+async fn handover_once(url: &str, dir: &Path) -> BenchResult<Handover> {
+    let a_acquired = Arc::new(tokio::sync::Notify::new());
+    let a_released = Arc::new(Mutex::new(None::<Instant>));
+    let b_acquired = Arc::new(Mutex::new(None::<(Instant, Duration)>));
+    let b_waiting = Arc::new(AtomicBool::new(false));
+
+    let sink_a = {
+        let (acquired, released) = (Arc::clone(&a_acquired), Arc::clone(&a_released));
+        EventSink::new(move |event| {
+            let now = Instant::now();
+            match event {
+                Event::LockAcquired { .. } => acquired.notify_one(),
+                Event::LockReleased { .. } => *released.lock().unwrap() = Some(now),
+                _ => {}
+            }
+        })
+    };
+    let sink_b = {
+        let (acquired, waiting) = (Arc::clone(&b_acquired), Arc::clone(&b_waiting));
+        EventSink::new(move |event| {
+            let now = Instant::now();
+            match event {
+                Event::LockWaiting { .. } => waiting.store(true, Ordering::SeqCst),
+                Event::LockAcquired { waited, .. } => {
+                    *acquired.lock().unwrap() = Some((now, *waited));
+                }
+                _ => {}
+            }
+        })
+    };
+
+    let a = Migrator::new(config(url, dir, Locking::Auto)).with_events(sink_a);
+    let a_task = tokio::spawn(async move { a.migrate().await });
+    tokio::time::timeout(Duration::from_secs(30), a_acquired.notified())
+        .await
+        .map_err(|_| "runner A did not take the lock within 30 s".to_string())?;
+    let b = Migrator::new(config(url, dir, Locking::Auto)).with_events(sink_b);
+    let b_task = tokio::spawn(async move { b.migrate().await });
+
+    let ra = a_task
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("runner A: {e}"))?;
+    let rb = b_task
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("runner B: {e}"))?;
+    if ra.applied.len() != 1 || !rb.applied.is_empty() {
+        return Err(format!(
+            "expected A to apply 1 and B none; A applied {}, B {}",
+            ra.applied.len(),
+            rb.applied.len()
+        ));
+    }
+    if !b_waiting.load(Ordering::SeqCst) {
+        return Err("runner B never waited for the lock".into());
+    }
+    let released = a_released
+        .lock()
+        .unwrap()
+        .ok_or("runner A reported no LockReleased")?;
+    let (acquired, waited) = b_acquired
+        .lock()
+        .unwrap()
+        .ok_or("runner B reported no LockAcquired")?;
+    let latency = if acquired >= released {
+        ms(acquired - released)
+    } else {
+        -ms(released - acquired)
+    };
+    Ok(Handover {
+        latency,
+        b_waited: ms(waited),
+    })
+}
+
+async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
+    let label = format!("d. lock hand-over latency, {}", server.label());
+    let db = match BenchDb::create(server).await {
+        Ok(db) => db,
+        Err(reason) => {
+            table.skip(label, reason);
+            return Ok(());
+        }
+    };
+    let migrations = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (mut latencies, mut waits) = (vec![], vec![]);
+    for i in 1..=HANDOVER_REPS as i64 {
+        if i % 5 == 1 {
+            eprintln!("[d] {}: rep {i}/{HANDOVER_REPS}", server.label());
+        }
+        // A new version each round: A applies it (holding the lock), B finds nothing to do.
+        write_migration(
+            migrations.path(),
+            i,
+            &format!("hold{i}"),
+            &server.sleep_sql(HOLD_SECONDS),
+        )?;
+        let sample = handover_once(&db.url, migrations.path()).await?;
+        latencies.push(sample.latency);
+        waits.push(sample.b_waited);
+    }
+    let rows = count_history(server, &db.url).await?;
+    if rows != HANDOVER_REPS as i64 {
+        return Err(format!(
+            "expected {HANDOVER_REPS} history rows, found {rows}"
+        ));
+    }
+    table.add(
+        label,
+        &latencies,
+        vec![format!(
+            "B acquired - A released (EventSink instants); A holds with {}; B waited median {} ms",
+            server.sleep_sql(HOLD_SECONDS),
+            fmt_ms(median(&waits))
+        )],
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+
+/// Runs one scenario, turning its failure into a row instead of ending the bench.
+fn record(table: &mut Table, label: &str, result: BenchResult<()>) {
+    if let Err(reason) = result {
+        eprintln!("FAILED {label}: {reason}");
+        table.skip(label.to_string(), format!("failed: {reason}"));
+    }
+}
+
+/// The 1/5/15-minute load averages: the machine may be shared, and the figures with it.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+async fn header(bin: &BenchResult<PathBuf>) -> bool {
+    println!("dirthara migration benchmarks");
+    println!(
+        "  machine: {} logical CPU(s), {} {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    );
+    println!("  load average at start: {}", load_average());
+    let postgres_up = match XactCounter::connect().await {
+        Ok(mut c) => {
+            let version = c.text("SELECT version()").await;
+            let fsync = c.text("SHOW fsync").await;
+            let sync = c.text("SHOW synchronous_commit").await;
+            println!("  PostgreSQL: {version} (fsync={fsync}, synchronous_commit={sync})");
+            true
+        }
+        Err(reason) => {
+            println!("  PostgreSQL: not reachable ({reason})");
+            false
+        }
+    };
+    match MySqlConnection::connect(&Server::Mysql.admin_url()).await {
+        Ok(mut c) => {
+            let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
+                .fetch_one(&mut c)
+                .await
+                .unwrap_or_else(|e| format!("? ({e})"));
+            println!("  MariaDB/MySQL: {version}");
+        }
+        Err(e) => println!("  MariaDB/MySQL: not reachable ({e})"),
+    }
+    match bin {
+        Ok(bin) => println!("  CLI: {}", bin.display()),
+        Err(reason) => println!("  CLI: {reason}"),
+    }
+    println!();
+    postgres_up
+}
+
+#[tokio::main]
+async fn main() {
+    let started = Instant::now();
+    let bin = cli_binary();
+    let postgres_up = header(&bin).await;
+    let mut table = Table::default();
+
+    let result = bench_load(&mut table);
+    record(&mut table, "a/b. load", result);
+    let result = bench_cli_startup(&bin, &mut table).await;
+    record(&mut table, "b. CLI start-up", result);
+
+    if postgres_up {
+        let result = bench_apply_and_noop(Kind::Postgres, &bin, &mut table).await;
+        record(&mut table, "a/b. PostgreSQL", result);
+    } else {
+        table.skip("a/b. PostgreSQL", "PostgreSQL is not reachable");
+    }
+    let result = bench_apply_and_noop(Kind::Sqlite, &bin, &mut table).await;
+    record(&mut table, "a/b. SQLite", result);
+
+    if postgres_up {
+        let result = bench_contention(&bin, &mut table).await;
+        record(&mut table, "c. concurrent CLI runners", result);
+    } else {
+        table.skip("c. concurrent CLI runners", "PostgreSQL is not reachable");
+    }
+
+    let result = bench_handover(Server::Postgres, &mut table).await;
+    record(&mut table, "d. hand-over, PostgreSQL", result);
+    let result = bench_handover(Server::Mysql, &mut table).await;
+    record(&mut table, "d. hand-over, MariaDB", result);
+
+    println!();
+    table.print();
+    println!();
+    println!(
+        "bench finished in {:.1} s; load average at end: {}",
+        started.elapsed().as_secs_f64(),
+        load_average()
+    );
+}
