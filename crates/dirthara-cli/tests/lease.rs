@@ -152,6 +152,11 @@ async fn lease_contention_mysql() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn lease_contention_mongodb() {
+    contention(Some(Server::Mongo)).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn lease_contention_sqlite_processes_sharing_one_file() {
     contention(None).await;
 }
@@ -347,4 +352,230 @@ async fn a_malformed_lease_is_held_for_acquire_and_status_until_force_unlocked()
     .output()
     .unwrap();
     assert_eq!(applied_versions(&out), vec![1]);
+}
+
+/// A MongoDB history whose runner is busy in a slow step: the step runs on a named
+/// PostgreSQL connection (`pg_sleep`), since MongoDB has no portable sleep command.
+struct MongoWithSlowStep {
+    mongo: TestDb,
+    _pg: TestDb,
+    migrations: Migrations,
+    config: std::path::PathBuf,
+}
+
+impl MongoWithSlowStep {
+    async fn new(sleep_seconds: u32) -> Option<Self> {
+        let mongo = TestDb::create(Server::Mongo).await?;
+        let pg = TestDb::create(Server::Postgres).await?;
+        let migrations = Migrations::new();
+        migrations.add_as(
+            "sql",
+            1,
+            "slow",
+            &format!("-- dirthara:connection pg\nSELECT pg_sleep({sleep_seconds})"),
+            None,
+        );
+        migrations.add_as("json", 2, "next", r#"[{"create": "next_one"}]"#, None);
+        let config = migrations.path().join("dirthara.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[connections]\ndefault = \"{}\"\npg = \"{}\"\n",
+                mongo.url, pg.url
+            ),
+        )
+        .unwrap();
+        Some(MongoWithSlowStep {
+            mongo,
+            _pg: pg,
+            migrations,
+            config,
+        })
+    }
+
+    fn dirthara(&self, args: &[&str]) -> std::process::Command {
+        let mut cmd = std::process::Command::new(servers::bin());
+        cmd.env_remove("DATABASE_URL")
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--dir")
+            .arg(self.migrations.path())
+            .args(args);
+        cmd
+    }
+
+    fn wait_until_held(&self) {
+        let started = Instant::now();
+        loop {
+            let out = self
+                .dirthara(&["unlock", "--output", "json"])
+                .output()
+                .unwrap();
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            if doc["state"] == "held" {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "never took the lease: {:?}",
+                text(&out)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    async fn lock_documents(&self) -> Vec<mongodb::bson::Document> {
+        use mongodb::bson::{doc, Document};
+        let mut cursor = self
+            .mongo
+            .mongo()
+            .await
+            .collection::<Document>("dirthara_migrations_lock")
+            .find(doc! {})
+            .await
+            .unwrap();
+        let mut docs = Vec::new();
+        while cursor.advance().await.unwrap() {
+            docs.push(cursor.deserialize_current().unwrap());
+        }
+        docs
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_killed_mongodb_runner_blocks_the_next_only_until_its_lease_lapses() {
+    let Some(setup) = MongoWithSlowStep::new(30).await else {
+        return;
+    };
+    let mut victim = spawn(setup.dirthara(&["migrate", "--lock-ttl", "3s"]));
+    setup.wait_until_held();
+    let killed_at = Instant::now();
+    victim.kill().unwrap();
+    victim.wait().unwrap();
+
+    let out = setup.dirthara(&["migrate"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    if killed_at.elapsed() < Duration::from_secs(2) {
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("Error [MIGRATION_LOCK_HELD]"), "{stderr}");
+        assert!(
+            stderr.contains("dirthara migrate"),
+            "names the holder: {stderr}"
+        );
+        assert!(stderr.contains("lease expires in"), "{stderr}");
+    }
+    // The lease lapses by itself; the next runner then finds the half-done step recorded as
+    // running (it ran on another connection, so it could not share a transaction).
+    let out = setup
+        .dirthara(&["migrate", "--lock-wait", "10s"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&out);
+    assert!(
+        killed_at.elapsed() >= Duration::from_secs(3),
+        "took the lease before it lapsed"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [DIRTY_MIGRATION]"), "{stderr}");
+    let out = setup
+        .dirthara(&["resolve", "1", "--applied"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    let out = setup
+        .dirthara(&["migrate", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(applied_versions(&out), vec![2], "{:?}", text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mongodb_runner_that_lost_its_lease_stops_and_spares_the_new_holder() {
+    let Some(setup) = MongoWithSlowStep::new(2).await else {
+        return;
+    };
+    let first = spawn(setup.dirthara(&["migrate"]));
+    setup.wait_until_held();
+    let out = setup.dirthara(&["unlock", "--force"]).output().unwrap();
+    assert!(
+        text(&out).0.contains("deleted the lease held by"),
+        "{:?}",
+        text(&out)
+    );
+    {
+        use mongodb::bson::{doc, DateTime};
+        let expires = DateTime::from_millis(DateTime::now().timestamp_millis() + 600_000);
+        setup
+            .mongo
+            .mongo()
+            .await
+            .collection("dirthara_migrations_lock")
+            .insert_one(
+                doc! { "_id": "dirthara:migrations", "ownerId": "intruder", "expiresAt": expires },
+            )
+            .await
+            .unwrap();
+    }
+    let first = finish(first);
+    let (_, stderr) = text(&first);
+    assert_eq!(first.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
+    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
+    assert!(stderr.contains("warning [LOCK_LEASE_EXPIRED]"), "{stderr}");
+    assert!(!setup.mongo.tables().await.contains(&"next_one".to_string()));
+    let locks = setup.lock_documents().await;
+    assert_eq!(locks.len(), 1);
+    assert_eq!(locks[0].get_str("ownerId").unwrap(), "intruder");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_mongodb_lease_with_a_missing_or_non_date_expiry_is_held_until_forced() {
+    use mongodb::bson::{doc, Bson, Document};
+    let Some(db) = TestDb::create(Server::Mongo).await else {
+        return;
+    };
+    let m = Migrations::collections(1);
+    for expiry in [
+        None,
+        Some(Bson::String("2020-01-01T00:00:00Z".into())),
+        Some(Bson::Int64(0)),
+        Some(Bson::Null),
+    ] {
+        let mut lease = doc! { "_id": "dirthara:migrations", "ownerId": "old", "hostname": "old-host", "pid": 9_i64, "operation": "migrate" };
+        if let Some(expiry) = &expiry {
+            lease.insert("expiresAt", expiry.clone());
+        }
+        db.mongo()
+            .await
+            .collection::<Document>("dirthara_migrations_lock")
+            .insert_one(lease)
+            .await
+            .unwrap();
+        let out = dirthara(&db.url, m.path(), &["status", "--output", "json"])
+            .output()
+            .unwrap();
+        let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(status["lock"]["state"], "held", "{expiry:?}");
+        assert_eq!(status["lock"]["malformed"], true, "{expiry:?}");
+        let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{expiry:?}");
+        assert!(
+            text(&out).1.contains("Error [MIGRATION_LOCK_HELD]"),
+            "{:?}",
+            text(&out)
+        );
+        let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{:?}", text(&out));
+    }
+    let out = dirthara(&db.url, m.path(), &["migrate", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(applied_versions(&out), vec![1]);
+    // unlock --force on a free lease is a successful no-op.
+    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && text(&out).0.contains("Nothing to release"));
 }
