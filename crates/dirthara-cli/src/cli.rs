@@ -161,6 +161,9 @@ pub enum Command {
         /// Create only an up file (an irreversible migration)
         #[arg(long)]
         irreversible: bool,
+        /// Create MongoDB JSON command files instead of SQL
+        #[arg(long)]
+        mongo: bool,
     },
     /// Record what you fixed by hand after DIRTY_MIGRATION, or accept an edited file's checksum
     #[command(group(ArgGroup::new("resolution").required(true).args(["applied", "rolled_back", "accept_checksum"])))]

@@ -45,9 +45,19 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             clap_complete::generate(*shell, &mut command, "dirthara", &mut std::io::stdout());
             return Ok(());
         }
-        Command::New { name, irreversible } => {
+        Command::New {
+            name,
+            irreversible,
+            mongo,
+        } => {
             let config = build_config(&cli.global)?;
-            let created = create_migration(&new_migration_dir(&config)?, name, *irreversible)?;
+            let kind = if *mongo {
+                Template::Mongo
+            } else {
+                Template::Sql
+            };
+            let created =
+                create_migration(&new_migration_dir(&config)?, name, *irreversible, kind)?;
             renderer.created(&created);
             return Ok(());
         }
@@ -188,11 +198,36 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), Error> {
     }
 }
 
-/// Writes `<timestamp>_<name>.up.sql` (and `.down.sql`) into `dir`, creating it if needed.
+/// What `new` writes.
+#[derive(Clone, Copy)]
+enum Template {
+    Sql,
+    Mongo,
+}
+
+impl Template {
+    fn ext(self) -> &'static str {
+        match self {
+            Template::Sql => "sql",
+            Template::Mongo => "json",
+        }
+    }
+
+    fn body(self, name: &str, what: &str) -> String {
+        match self {
+            Template::Sql => format!("-- {name}: {what}\n"),
+            // JSON has no comments; an empty command list is refused until it is filled in.
+            Template::Mongo => "[]\n".to_string(),
+        }
+    }
+}
+
+/// Writes `<timestamp>_<name>.up.<ext>` (and `.down.<ext>`) into `dir`, creating it if needed.
 fn create_migration(
     dir: &std::path::Path,
     name: &str,
     irreversible: bool,
+    template: Template,
 ) -> Result<Vec<PathBuf>, Error> {
     dirthara::source::check_name(name).map_err(|reason| {
         Error::new(ErrorKind::Config {
@@ -209,20 +244,21 @@ fn create_migration(
     while taken.contains(&version) {
         version += 1;
     }
+    let ext = template.ext();
     let files: Vec<(PathBuf, String)> = if irreversible {
         vec![(
-            dir.join(format!("{version}_{name}.sql")),
-            format!("-- {name}: irreversible (no down step)\n"),
+            dir.join(format!("{version}_{name}.{ext}")),
+            template.body(name, "irreversible (no down step)"),
         )]
     } else {
         vec![
             (
-                dir.join(format!("{version}_{name}.up.sql")),
-                format!("-- {name}: write the change here\n"),
+                dir.join(format!("{version}_{name}.up.{ext}")),
+                template.body(name, "write the change here"),
             ),
             (
-                dir.join(format!("{version}_{name}.down.sql")),
-                format!("-- {name}: write what reverses the up step here\n"),
+                dir.join(format!("{version}_{name}.down.{ext}")),
+                template.body(name, "write what reverses the up step here"),
             ),
         ]
     };

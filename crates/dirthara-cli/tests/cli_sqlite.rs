@@ -1051,6 +1051,21 @@ fn new_defaults_to_the_migrations_dir_and_its_files_are_accepted_by_migrate() {
 }
 
 #[test]
+fn new_mongo_creates_json_command_files_that_are_refused_until_filled_in() {
+    let p = Project::new();
+    p.run(&["new", "--mongo", "add_users"]).success();
+    let mut files = p.list("migrations");
+    files.sort();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert_eq!(timestamp_version(&files[0]).1, "add_users.down.json");
+    assert_eq!(timestamp_version(&files[1]).1, "add_users.up.json");
+    // An empty command list is not a migration yet: it is refused, naming the file.
+    p.run(&["preview", "migrate"])
+        .error("INVALID_MIGRATION")
+        .stderr_has("has no commands");
+}
+
+#[test]
 fn new_irreversible_creates_only_an_up_file() {
     let p = Project::new();
     p.run(&["new", "--irreversible", "seed_data"]).success();
