@@ -113,10 +113,6 @@ impl SqlDriver for MySqlDriver {
         Dialect::Mysql
     }
 
-    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
-        self.conn.execute(sql).await.map(|_| ())
-    }
-
     async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
         self.conn.execute(sql).await.map(|r| r.rows_affected())
     }

@@ -10,7 +10,7 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 
-use super::sql::{Dialect, RecordFn, SqlBackend, SqlDriver};
+use super::sql::{text_rows, Dialect, RecordFn, SqlBackend, SqlDriver};
 use super::{
     connect_failure, database_message, jittered, session_label, Backend, BackendKind,
     ConnectFailure, ConnectRequest, SessionLock,
@@ -111,10 +111,6 @@ impl SqlDriver for PgDriver {
         Dialect::Postgres
     }
 
-    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
-        self.conn.execute(sql).await.map(|_| ())
-    }
-
     async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
         self.conn.execute(sql).await.map(|r| r.rows_affected())
     }
@@ -133,14 +129,7 @@ impl SqlDriver for PgDriver {
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {
-        let rows = self.conn.fetch_all(sql).await?;
-        rows.iter()
-            .map(|row| {
-                (0..row.len())
-                    .map(|i| row.try_get::<Option<String>, _>(i))
-                    .collect()
-            })
-            .collect()
+        text_rows(&self.conn.fetch_all(sql).await?)
     }
 
     async fn execute_atomically(

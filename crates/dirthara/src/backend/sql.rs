@@ -290,6 +290,22 @@ impl Dialect {
     }
 }
 
+/// Rows whose columns are all text (or NULL), as the history queries select them.
+pub(crate) fn text_rows<R>(rows: &[R]) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>
+where
+    R: sqlx::Row,
+    usize: sqlx::ColumnIndex<R>,
+    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    rows.iter()
+        .map(|row| {
+            (0..row.len())
+                .map(|i| row.try_get::<Option<String>, _>(i))
+                .collect()
+        })
+        .collect()
+}
+
 /// Builds a history statement once the step's duration is known (`None`: measured in SQL).
 pub(crate) type RecordFn<'a> = dyn Fn(Option<std::time::Duration>) -> String + Send + Sync + 'a;
 
@@ -299,11 +315,13 @@ pub(crate) trait SqlDriver: Send {
     fn dialect(&self) -> Dialect;
 
     /// Runs one or more statements as sent (no prepared statement, no implicit transaction
-    /// beyond what the database itself does with a multi-statement string).
-    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error>;
-
-    /// Runs one statement and returns the rows it affected (MySQL: rows it matched).
+    /// beyond what the database itself does with a multi-statement string) and returns the
+    /// rows affected (MySQL: rows matched).
     async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error>;
+
+    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
+        self.execute_count(sql).await.map(|_| ())
+    }
 
     /// A second connection to the same database with the same settings (the lease store's).
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error>;

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
-use sqlx::{ConnectOptions, Connection, Executor, Row};
+use sqlx::{ConnectOptions, Connection, Executor};
 
-use super::sql::{Dialect, SqlBackend, SqlDriver};
+use super::sql::{text_rows, Dialect, SqlBackend, SqlDriver};
 use super::{connect_failure, Backend, BackendKind, ConnectFailure, ConnectRequest};
 
 pub(crate) struct SqliteDriver {
@@ -49,10 +49,6 @@ impl SqlDriver for SqliteDriver {
         Dialect::Sqlite
     }
 
-    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
-        self.conn.execute(sql).await.map(|_| ())
-    }
-
     async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
         self.conn.execute(sql).await.map(|r| r.rows_affected())
     }
@@ -66,14 +62,7 @@ impl SqlDriver for SqliteDriver {
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {
-        let rows = self.conn.fetch_all(sql).await?;
-        rows.iter()
-            .map(|row| {
-                (0..row.len())
-                    .map(|i| row.try_get::<Option<String>, _>(i))
-                    .collect()
-            })
-            .collect()
+        text_rows(&self.conn.fetch_all(sql).await?)
     }
 
     async fn close(self: Box<Self>) {
