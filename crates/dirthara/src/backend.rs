@@ -22,6 +22,7 @@ mod mongo;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -361,6 +362,7 @@ fn redact_query_password(url: &str) -> String {
 }
 
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
+#[cfg(any(feature = "postgres", feature = "mongodb"))]
 pub(crate) fn session_label(operation: &str) -> String {
     let mut label = format!(
         "dirthara {operation} {}:{}",

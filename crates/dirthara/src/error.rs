@@ -224,6 +224,16 @@ impl Error {
         })
     }
 
+    // Unused only in a build without any backend feature.
+    #[cfg_attr(
+        not(any(
+            feature = "sqlite",
+            feature = "postgres",
+            feature = "mysql",
+            feature = "mongodb"
+        )),
+        allow(dead_code)
+    )]
     pub(crate) fn history(connection: &str, message: impl fmt::Display) -> Self {
         Error::new(ErrorKind::History {
             connection: connection.to_string(),

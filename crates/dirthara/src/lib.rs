@@ -48,6 +48,35 @@ pub mod plan;
 pub mod report;
 pub mod source;
 
+/// Compiles the migrations of a directory into the binary, validated at compile time.
+///
+/// The directory is relative to the crate's `Cargo.toml` (default `migrations`). It expands
+/// to a `Vec<Migration>` for [`Migrator::with_migrations`]; clear
+/// [`Config::directories`] so they are not loaded a second time from disk. A bad file name,
+/// two migrations with one version, an unknown directive or an unreadable file is a compile
+/// error naming the file. Editing a migration rebuilds the crate; to also notice files
+/// *added* to the directory, add `println!("cargo:rerun-if-changed=migrations");` to a
+/// build script.
+///
+/// A directory with two migrations of one version does not compile:
+///
+/// ```compile_fail
+/// let migrations = dirthara::embed_migrations!("tests/embedded-bad");
+/// ```
+///
+/// # Examples
+///
+/// ```ignore
+/// let mut config = dirthara::Config::with_url(std::env::var("DATABASE_URL")?);
+/// config.directories.clear();
+/// dirthara::Migrator::new(config)
+///     .with_migrations(dirthara::embed_migrations!("migrations"))
+///     .migrate()
+///     .await?;
+/// ```
+#[cfg(feature = "macros")]
+pub use dirthara_macros::embed_migrations;
+
 pub use config::{Config, LockWait, Locking};
 pub use engine::{Migrator, Resolution};
 pub use error::{Code, Error, ErrorKind, Result};

@@ -13,8 +13,10 @@ mod lease;
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
 
-/// The SQL flavour of a backend.
+/// The SQL flavour of a backend. (A variant is only constructed when its backend's feature
+/// is enabled.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
 pub(crate) enum Dialect {
     Sqlite,
     Postgres,
@@ -291,6 +293,7 @@ impl Dialect {
 }
 
 /// Rows whose columns are all text (or NULL), as the history queries select them.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn text_rows<R>(rows: &[R]) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>
 where
     R: sqlx::Row,

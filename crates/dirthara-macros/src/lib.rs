@@ -1,0 +1,144 @@
+//! `embed_migrations!`: reads a migration directory at compile time, validates it with the
+//! same rules as `dirthara` at run time (`dirthara-source`), and expands to the migrations
+//! as values. A bad file name, two migrations with one version, an unreadable or malformed
+//! file is a compile error naming the file, never a panic at run time.
+//!
+//! Use it through `dirthara::embed_migrations!`.
+
+use std::path::{Path, PathBuf};
+
+use proc_macro::TokenStream;
+
+use dirthara_source::migration::StepFormat;
+
+/// Embeds the migrations of a directory (relative to the crate's `Cargo.toml`; default
+/// `migrations`) as a `Vec<dirthara::Migration>`.
+#[proc_macro]
+pub fn embed_migrations(input: TokenStream) -> TokenStream {
+    let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default());
+    let code = match expand(&input.to_string(), &root) {
+        Ok(code) => code,
+        Err(message) => format!("::core::compile_error!({message:?})"),
+    };
+    code.parse().expect("the expansion is valid Rust")
+}
+
+/// The directory literal: `"dir"`, or nothing for `migrations`.
+fn directory(input: &str) -> Result<String, String> {
+    let input = input.trim();
+    if input.is_empty() {
+        return Ok("migrations".to_string());
+    }
+    input
+        .strip_prefix('"')
+        .and_then(|rest| rest.strip_suffix('"'))
+        .filter(|dir| !dir.contains(['"', '\\']))
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!("embed_migrations!: expected a directory as a plain string literal, e.g. embed_migrations!(\"migrations\"), got `{input}`")
+        })
+}
+
+fn expand(input: &str, root: &Path) -> Result<String, String> {
+    let dir = root.join(directory(input)?);
+    let migrations = dirthara_source::files::load_directories(std::slice::from_ref(&dir))
+        .map_err(|e| format!("embed_migrations!: {e}"))?;
+    let mut code = String::from("{\n");
+    // Rebuild when a migration file changes. (A file added to the directory is not seen
+    // until something else triggers a rebuild: add `println!("cargo:rerun-if-changed=DIR")`
+    // to a build script to catch that too.)
+    for file in migration_files(&dir) {
+        code.push_str(&format!(
+            "const _: &[u8] = ::core::include_bytes!({:?});\n",
+            file.display().to_string()
+        ));
+    }
+    code.push_str("::std::vec![\n");
+    for m in &migrations {
+        let format = match m.format {
+            StepFormat::Sql => "Sql",
+            StepFormat::MongoCommands => "MongoCommands",
+        };
+        code.push_str(&format!(
+            "::dirthara::migration::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::migration::StepFormat::{format}, {:?}),\n",
+            m.version,
+            m.name,
+            m.up,
+            match &m.down {
+                Some(down) => format!("::core::option::Option::Some({down:?})"),
+                None => "::core::option::Option::None".to_string(),
+            },
+            m.transactional,
+            m.connection,
+            relative(&m.origin, root),
+        ));
+    }
+    code.push_str("]\n}");
+    Ok(code)
+}
+
+fn migration_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|ext| ext == "sql" || ext == "json")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Origins are shown in messages; keep them relative to the crate, not the build machine.
+fn relative(origin: &str, root: &Path) -> String {
+    Path::new(origin)
+        .strip_prefix(root)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| origin.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixtures() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests")
+    }
+
+    #[test]
+    fn a_good_directory_expands_to_every_migration_in_version_order() {
+        let code = expand("\"fixtures/good\"", &fixtures()).unwrap();
+        let first = code
+            .find("Migration::embedded(1i64, \"create_users\"")
+            .unwrap();
+        let second = code.find("Migration::embedded(2i64, \"seed\"").unwrap();
+        assert!(first < second, "{code}");
+        assert!(code.contains("include_bytes!"), "{code}");
+        assert!(
+            code.contains("\"fixtures/good/1_create_users.up.sql\""),
+            "origins are relative: {code}"
+        );
+    }
+
+    #[test]
+    fn bad_input_is_a_compile_error_naming_the_file() {
+        let err = expand("\"fixtures/bad-name\"", &fixtures()).unwrap_err();
+        assert!(err.contains("create-users.sql"), "{err}");
+        assert!(err.contains("does not parse"), "{err}");
+        let err = expand("\"fixtures/duplicate\"", &fixtures()).unwrap_err();
+        assert!(err.contains("two migrations have version 1"), "{err}");
+        let err = expand("\"fixtures/missing\"", &fixtures()).unwrap_err();
+        assert!(err.contains("cannot read migration directory"), "{err}");
+        let err = expand("migrations", &fixtures()).unwrap_err();
+        assert!(err.contains("plain string literal"), "{err}");
+    }
+
+    #[test]
+    fn no_argument_means_the_migrations_directory() {
+        assert_eq!(directory("").unwrap(), "migrations");
+        assert_eq!(directory("\"db/migrations\"").unwrap(), "db/migrations");
+    }
+}

@@ -1,0 +1,32 @@
+//! Migrations compiled into the binary with `embed_migrations!` run like files on disk.
+
+use dirthara::{Config, Locking, Migrator};
+
+#[tokio::test]
+async fn embedded_migrations_migrate_a_database_without_the_files() {
+    let migrations = dirthara::embed_migrations!("tests/embedded");
+    assert_eq!(
+        migrations
+            .iter()
+            .map(|m| (m.version, m.name.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(1, "create_notes"), (2, "first_note")]
+    );
+    assert_eq!(
+        migrations[0].checksum,
+        dirthara::migration::checksum(&migrations[0].up)
+    );
+    assert!(
+        migrations[1].down.is_none(),
+        "a lone .sql file is irreversible"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_url(format!("sqlite:{}", dir.path().join("e.db").display()));
+    config.directories.clear(); // nothing is read from disk
+    config.locking = Locking::Off;
+    let migrator = Migrator::new(config).with_migrations(migrations);
+    let report = migrator.migrate().await.unwrap();
+    assert_eq!(report.applied.len(), 2);
+    assert!(migrator.migrate().await.unwrap().applied.is_empty());
+}

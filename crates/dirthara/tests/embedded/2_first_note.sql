@@ -1,0 +1,1 @@
+INSERT INTO notes (body) VALUES ('embedded');
