@@ -239,11 +239,13 @@ fn create_migration(
             message: format!("cannot create migration directory {}: {e}", dir.display()),
         })
     })?;
+    // Two `new` in one second: take the next second, so the version stays a valid time.
     let taken = existing_versions(dir);
-    let mut version = utc_timestamp_version();
-    while taken.contains(&version) {
-        version += 1;
-    }
+    let now = unix_seconds();
+    let version = (0..)
+        .map(|offset| timestamp_version(now + offset))
+        .find(|v| !taken.contains(v))
+        .expect("some second is free");
     let ext = template.ext();
     let files: Vec<(PathBuf, String)> = if irreversible {
         vec![(
@@ -293,12 +295,15 @@ fn existing_versions(dir: &std::path::Path) -> Vec<i64> {
         .collect()
 }
 
-/// `YYYYMMDDHHMMSS` in UTC, computed from the Unix clock (no time-zone database needed).
-fn utc_timestamp_version() -> i64 {
-    let secs = std::time::SystemTime::now()
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
+        .unwrap_or(0)
+}
+
+/// `YYYYMMDDHHMMSS` in UTC for a Unix time (no time-zone database needed).
+fn timestamp_version(secs: i64) -> i64 {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (year, month, day) = civil_from_days(days);
     ((year * 100 + month) * 100 + day) * 1_000_000
@@ -324,6 +329,13 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamp_versions_are_valid_times_across_minute_boundaries() {
+        // 2024-01-01T00:00:59Z and the next second.
+        assert_eq!(timestamp_version(1_704_067_259), 20240101000059);
+        assert_eq!(timestamp_version(1_704_067_260), 20240101000100);
+    }
 
     #[test]
     fn civil_dates_are_right() {
