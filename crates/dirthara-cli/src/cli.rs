@@ -187,6 +187,8 @@ pub enum Command {
     },
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
+    /// Print the manual page (roff), e.g. `dirthara man > /usr/local/share/man/man1/dirthara.1`
+    Man,
 }
 
 #[derive(Debug, Args)]

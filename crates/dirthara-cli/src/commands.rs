@@ -45,6 +45,18 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             clap_complete::generate(*shell, &mut command, "dirthara", &mut std::io::stdout());
             return Ok(());
         }
+        Command::Man => {
+            let page = clap_mangen::Man::new(Cli::command());
+            return match page.render(&mut std::io::stdout()) {
+                // `dirthara man | head` closes the pipe early: not an error.
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    Err(Error::new(ErrorKind::Config {
+                        message: format!("cannot write the manual page: {e}"),
+                    }))
+                }
+                _ => Ok(()),
+            };
+        }
         Command::New {
             name,
             irreversible,
@@ -109,7 +121,9 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             renderer.run(&migrator.resolve(migration, resolution).await?)
         }
         Command::Baseline { target } => renderer.run(&migrator.baseline(target).await?),
-        Command::Completions { .. } | Command::New { .. } => unreachable!("handled above"),
+        Command::Completions { .. } | Command::New { .. } | Command::Man => {
+            unreachable!("handled above")
+        }
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! Rendering: results to stdout, everything else (notices, progress, warnings, errors) to
 //! stderr, so `--output json` prints exactly one JSON document on stdout.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use dirthara::report::{
     ForceUnlockReport, LockReport, LockState, Preview, RunReport, StatusReport,
@@ -28,10 +30,139 @@ fn stderr_line(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// Colour only on a terminal, and never when `NO_COLOR` is set (https://no-color.org).
+pub fn colour_stderr() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn paint(text: &str, code: &str, enabled: bool) -> String {
+    if enabled {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+/// `warning [CODE]: message`, the prefix coloured on a terminal.
+fn warning_line(w: &dirthara::Warning) -> String {
+    format!(
+        "{} [{}]: {}",
+        paint("warning", "1;33", colour_stderr()),
+        w.code,
+        w.message
+    )
+}
+
+/// More steps than this get a progress line on a terminal; fewer read fine as plain lines.
+const PROGRESS_THRESHOLD: usize = 5;
+
+/// A one-line progress display on stderr, redrawn in place; plain logs never see it.
+struct Progress {
+    total: usize,
+    done: usize,
+    current: Option<String>,
+    started: Instant,
+    step_started: Instant,
+    visible: bool,
+}
+
+impl Progress {
+    fn draw(&mut self) {
+        const WIDTH: usize = 24;
+        let filled = (self.done * WIDTH).checked_div(self.total).unwrap_or(0);
+        let bar: String = "=".repeat(filled) + &" ".repeat(WIDTH - filled);
+        let current = self.current.as_deref().unwrap_or("");
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[2K[{bar}] {}/{} {current} ({:.1}s, total {:.1}s)",
+            self.done,
+            self.total,
+            self.step_started.elapsed().as_secs_f64(),
+            self.started.elapsed().as_secs_f64()
+        );
+        let _ = err.flush();
+        self.visible = true;
+    }
+
+    fn clear(&mut self) {
+        if self.visible {
+            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
+            self.visible = false;
+        }
+    }
+}
+
 impl Renderer {
     /// The sink the engine reports to while a command runs.
     pub fn events(self) -> EventSink {
-        EventSink::new(move |event| self.event(event))
+        let progress: Arc<Mutex<Option<Progress>>> = Arc::new(Mutex::new(None));
+        let interactive =
+            self.format == OutputFormat::Human && !self.quiet && std::io::stderr().is_terminal();
+        if interactive {
+            // Keeps the elapsed time moving during a long migration.
+            let ticker = Arc::downgrade(&progress);
+            std::thread::spawn(move || loop {
+                std::thread::sleep(Duration::from_millis(250));
+                let Some(progress) = ticker.upgrade() else {
+                    return;
+                };
+                let mut guard = progress.lock().unwrap();
+                if let Some(p) = guard.as_mut().filter(|p| p.visible) {
+                    p.draw();
+                }
+            });
+        }
+        EventSink::new(move |event| {
+            if interactive {
+                self.track(&progress, event);
+            }
+            self.event(event)
+        })
+    }
+
+    /// Redraws the progress line around the plain output of `event`.
+    fn track(&self, progress: &Mutex<Option<Progress>>, event: &Event) {
+        let mut guard = progress.lock().unwrap();
+        match event {
+            Event::Planned { steps, .. } if *steps > PROGRESS_THRESHOLD => {
+                *guard = Some(Progress {
+                    total: *steps,
+                    done: 0,
+                    current: None,
+                    started: Instant::now(),
+                    step_started: Instant::now(),
+                    visible: false,
+                });
+            }
+            Event::MigrationStarted {
+                version,
+                name,
+                direction,
+                ..
+            } => {
+                if let Some(p) = guard.as_mut() {
+                    p.current = Some(format!("{direction} {version} {name}"));
+                    p.step_started = Instant::now();
+                    p.draw();
+                }
+            }
+            Event::MigrationFinished { .. } => {
+                if let Some(p) = guard.as_mut() {
+                    p.done += 1;
+                    // The finished line goes to stdout; clear ours first so they do not mix.
+                    p.clear();
+                    if p.done == p.total {
+                        *guard = None;
+                    }
+                }
+            }
+            _ => {
+                if let Some(p) = guard.as_mut() {
+                    p.clear();
+                }
+            }
+        }
     }
 
     fn event(&self, event: &Event) {
@@ -41,12 +172,12 @@ impl Renderer {
             }
             // Warnings also reach stderr, where people and CI logs look for them.
             if let Event::Warning(w) = event {
-                stderr_line(&w.to_string());
+                stderr_line(&warning_line(w));
             }
             return;
         }
         match event {
-            Event::Warning(w) => stderr_line(&w.to_string()),
+            Event::Warning(w) => stderr_line(&warning_line(w)),
             _ if self.quiet => {}
             Event::ConnectionWaiting {
                 connection,
@@ -314,7 +445,12 @@ impl Renderer {
 
     /// `Error [CODE]: message`, with any secondary failure under it.
     pub fn error(&self, error: &Error) {
-        let mut text = format!("Error [{}]: {error}", error.code());
+        let colour = colour_stderr();
+        let mut text = format!(
+            "{} [{}]: {error}",
+            paint("Error", "1;31", colour),
+            error.code()
+        );
         let mut secondary = error.secondary();
         while let Some(next) = secondary {
             text.push_str(&format!(

@@ -531,6 +531,10 @@ impl Session<'_> {
         for warning in &planned.warnings {
             self.migrator.events.emit(Event::Warning(warning.clone()));
         }
+        self.migrator.events.emit(Event::Planned {
+            operation: command.name().to_string(),
+            steps: planned.steps.len(),
+        });
         report.warnings.extend(planned.warnings.iter().cloned());
         if planned.drop_all {
             self.ensure_lock(None).await?;

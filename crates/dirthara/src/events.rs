@@ -120,6 +120,11 @@ pub enum Event {
         lock: String,
         connection: String,
     },
+    /// The plan is made: this many steps will run.
+    Planned {
+        operation: String,
+        steps: usize,
+    },
     /// `fresh` dropped these tables.
     Dropped {
         connection: String,
