@@ -483,3 +483,22 @@ async fn tls_is_negotiated_when_the_url_requires_it() {
     assert_eq!(applied_versions(&out), vec![1]);
     assert!(!ssl_sessions.is_empty());
 }
+
+/// A lock released from inside the session (here by a migration itself) is noticed before the
+/// next migration: on PostgreSQL by the guard that leads each step's message.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "let_go", "SELECT pg_advisory_unlock_all()", None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
+    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
+    assert!(!db.tables().await.contains(&"next_one".to_string()));
+    assert_eq!(db.history().await, vec![(1, 1, "applied".to_string())]);
+}

@@ -170,6 +170,14 @@ pub trait SessionLock: Send {
     }
     /// Ends the holder's session(s); returns a description of each one ended.
     async fn force_unlock(&mut self, table: &str) -> Result<Vec<String>>;
+
+    /// True when a step run atomically with its record (`run_step_recorded`) itself fails,
+    /// rolled back, if this session no longer holds the lock — so no separate check is
+    /// needed before it. The engine then tells a lost lock from a failed step by asking
+    /// [`SessionLock::holds_lock`] after a failure.
+    fn verifies_in_step(&self) -> bool {
+        false
+    }
 }
 
 /// A random duration between half and all of `d`, so waiting runners do not retry in step.

@@ -560,8 +560,26 @@ impl Session<'_> {
                         .collect(),
                 }));
             }
-            self.ensure_lock(Some(step.migration)).await?;
-            let done = self.run_step(step, planned.batch).await?;
+            // Where the database checks the lock inside the step's own transaction (PostgreSQL),
+            // a separate check first would only cost a round trip.
+            let guarded = self.strategy == Strategy::Session
+                && self.runs_atomically(step.migration)
+                && self
+                    .history
+                    .session_lock()
+                    .is_some_and(|lock| lock.verifies_in_step());
+            if !guarded {
+                self.ensure_lock(Some(step.migration)).await?;
+            }
+            let done = match self.run_step(step, planned.batch).await {
+                Ok(done) => done,
+                // The guard rolls the step back when the lock is gone: say that, not "failed".
+                Err(error) if guarded && error.code() == crate::Code::MigrationFailed => {
+                    self.ensure_lock(Some(step.migration)).await?;
+                    return Err(error);
+                }
+                Err(error) => return Err(error),
+            };
             match step.direction {
                 Direction::Up => {
                     report.batch = Some(planned.batch);
@@ -606,6 +624,13 @@ impl Session<'_> {
         }))
     }
 
+    /// Whether a migration's step and its history record commit in one transaction.
+    fn runs_atomically(&self, migration: &Migration) -> bool {
+        migration.transactional
+            && migration.connection == self.migrator.config.history_connection
+            && self.history.transactional_ddl()
+    }
+
     async fn run_step(&mut self, step: &PlannedStep<'_>, batch: i64) -> Result<StepReport> {
         let migration = step.migration;
         let migrator = self.migrator;
@@ -646,7 +671,7 @@ impl Session<'_> {
             },
         };
 
-        if migration.transactional && on_history && self.history.transactional_ddl() {
+        if self.runs_atomically(migration) {
             // The step and its record commit together or not at all.
             self.history
                 .run_step_recorded(text, table, &completion)

@@ -29,6 +29,8 @@ pub(crate) struct PgDriver {
     connection: String,
     database: String,
     schema: String,
+    /// The key of the lock this session holds, once taken: atomic steps then carry a guard.
+    held_key: Option<i64>,
     /// Opened only when this runner has to wait.
     listener: Option<PgListener>,
     listener_failed: bool,
@@ -55,6 +57,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             options,
             url: request.url.clone(),
             connection: request.name.clone(),
+            held_key: None,
             listener: None,
             listener_failed: false,
         },
@@ -105,6 +108,17 @@ impl PgDriver {
     }
 }
 
+/// A statement that fails — rolling back the message it leads — unless this session still
+/// holds the advisory lock `key`.
+fn lock_guard(key: i64) -> String {
+    format!(
+        "DO $dirthara_guard$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_locks l WHERE {} \
+         AND l.pid = pg_backend_pid()) THEN RAISE EXCEPTION 'dirthara: this session no longer \
+         holds the migration lock'; END IF; END $dirthara_guard$;",
+        PgDriver::lock_match(key)
+    )
+}
+
 #[async_trait]
 impl SqlDriver for PgDriver {
     fn dialect(&self) -> Dialect {
@@ -123,6 +137,7 @@ impl SqlDriver for PgDriver {
             connection: self.connection.clone(),
             database: self.database.clone(),
             schema: self.schema.clone(),
+            held_key: None,
             listener: None,
             listener_failed: false,
         }))
@@ -138,12 +153,15 @@ impl SqlDriver for PgDriver {
         record: Option<&RecordFn<'_>>,
     ) -> Result<(), sqlx::Error> {
         // One round trip: PostgreSQL runs a multi-statement simple query as one implicit
-        // transaction, so the step and its record commit together or not at all. The
-        // record measures the step's duration itself (`None`). A newline before `;` ends a
-        // trailing `--` comment in the step.
-        let sql = match record {
-            Some(record) => format!("{step}\n;\n{}", record(None)),
-            None => step.to_string(),
+        // transaction, so the lock check, the step and its record commit together or not at
+        // all. The record measures the step's duration itself (`None`). A newline before `;`
+        // ends a trailing `--` comment in the step.
+        let sql = match (record, self.held_key) {
+            (Some(record), Some(key)) => {
+                format!("{}\n{step}\n;\n{}", lock_guard(key), record(None))
+            }
+            (Some(record), None) => format!("{step}\n;\n{}", record(None)),
+            (None, _) => step.to_string(),
         };
         self.execute(&sql).await
     }
@@ -165,11 +183,19 @@ impl SqlDriver for PgDriver {
 impl SessionLock for PgDriver {
     async fn try_lock(&mut self, table: &str) -> Result<bool> {
         let key = self.key(table);
-        sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
+        let taken = sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
             .bind(key)
             .fetch_one(&mut self.conn)
             .await
-            .map_err(|e| self.lock_error(e))
+            .map_err(|e| self.lock_error(e))?;
+        if taken {
+            self.held_key = Some(key);
+        }
+        Ok(taken)
+    }
+
+    fn verifies_in_step(&self) -> bool {
+        self.held_key.is_some()
     }
 
     async fn holds_lock(&mut self, table: &str) -> Result<bool> {
@@ -185,6 +211,7 @@ impl SessionLock for PgDriver {
 
     async fn unlock(&mut self, table: &str) -> Result<()> {
         let key = self.key(table);
+        self.held_key = None;
         // Release and wake the waiters in one message.
         let sql = format!("SELECT pg_advisory_unlock({key}); NOTIFY {RELEASE_CHANNEL}");
         self.conn
