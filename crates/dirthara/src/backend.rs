@@ -3,7 +3,7 @@
 //! A backend reads and writes the history, runs a step (alone, or atomically with its
 //! history change where the database allows), drops everything for `fresh`, and — if the
 //! database has one — offers a session lock. The SQL backends share all history logic in
-//! [`sql`]; each driver module only says how to execute text and read rows.
+//! `sql`; each driver module only says how to execute text and read rows.
 
 use std::time::{Duration, Instant};
 

@@ -126,6 +126,16 @@ struct ConfigFile {
 
 impl Config {
     /// A configuration with the default connection set to `url`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut config = dirthara::Config::with_url("postgres://app@db/app");
+    /// config.lock_wait = Some(dirthara::LockWait::For(std::time::Duration::from_secs(60)));
+    /// config.merge_toml("history_table = \"schema_history\"", "inline", std::path::Path::new(""))?;
+    /// assert_eq!(config.connection_url("default")?, "postgres://app@db/app");
+    /// # Ok::<(), dirthara::Error>(())
+    /// ```
     pub fn with_url(url: impl Into<String>) -> Self {
         let mut config = Config::default();
         config

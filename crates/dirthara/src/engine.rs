@@ -77,12 +77,41 @@ impl Migrator {
     }
 
     /// Receives every [`Event`] as it happens.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dirthara::{Event, EventSink};
+    ///
+    /// let sink = EventSink::new(|event| {
+    ///     if let Event::MigrationFinished { version, duration, .. } = event {
+    ///         eprintln!("migrated {version} in {duration:?}");
+    ///     }
+    /// });
+    /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("sqlite:app.db"))
+    ///     .with_events(sink);
+    /// ```
     pub fn with_events(mut self, events: EventSink) -> Self {
         self.events = events;
         self
     }
 
-    /// Adds migrations defined in code, merged with those of the configured directories.
+    /// Adds migrations defined in code (or embedded with `embed_migrations!`), merged with
+    /// those of the configured directories.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dirthara::Migration;
+    ///
+    /// let mut config = dirthara::Config::with_url("sqlite:app.db");
+    /// config.directories.clear();
+    /// let migrator = dirthara::Migrator::new(config).with_migrations([
+    ///     Migration::new(1, "create_users", "CREATE TABLE users (id INT)")
+    ///         .with_down("DROP TABLE users"),
+    /// ]);
+    /// assert_eq!(migrator.load().unwrap().len(), 1);
+    /// ```
     pub fn with_migrations(mut self, migrations: impl IntoIterator<Item = Migration>) -> Self {
         self.extra.extend(migrations);
         self
@@ -90,6 +119,16 @@ impl Migrator {
 
     /// When the receiver turns `true`, the running step finishes and is recorded, and the
     /// command stops with `INTERRUPTED` before the next one.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let (stop, shutdown) = tokio::sync::watch::channel(false);
+    /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("sqlite:app.db"))
+    ///     .with_shutdown(shutdown);
+    /// // On SIGTERM: `stop.send(true)`.
+    /// # drop(stop);
+    /// ```
     pub fn with_shutdown(mut self, shutdown: watch::Receiver<bool>) -> Self {
         self.shutdown = Some(shutdown);
         self
@@ -155,27 +194,113 @@ impl Migrator {
     }
 
     /// Applies every pending migration, in version order, as one new batch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let report = migrator.migrate().await?;
+    /// assert_eq!(report.applied[0].name, "users");
+    /// assert_eq!(report.batch, Some(1));
+    /// // A second run finds nothing to do.
+    /// assert!(migrator.migrate().await?.applied.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn migrate(&self) -> Result<RunReport> {
         self.run(Command::Migrate).await
     }
 
     /// Reverses migrations, newest first (see [`plan::RollbackScope`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate().await?;
+    /// let report = migrator.rollback(dirthara::RollbackScope::LastBatch).await?;
+    /// assert_eq!(report.reverted.len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn rollback(&self, scope: plan::RollbackScope) -> Result<RunReport> {
         self.run(Command::Rollback(scope)).await
     }
 
     /// Moves the database to `version` (0: before the first migration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate_to(1).await?;
+    /// let report = migrator.migrate_to(0).await?; // before the first migration
+    /// assert_eq!(report.reverted[0].version, 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn migrate_to(&self, version: i64) -> Result<RunReport> {
         self.run(Command::MigrateTo(version)).await
     }
 
     /// Reverses every applied migration, then applies all, under one lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate().await?;
+    /// let report = migrator.refresh().await?;
+    /// assert_eq!((report.reverted.len(), report.applied.len()), (1, 1));
+    /// # Ok(()) }
+    /// ```
     pub async fn refresh(&self) -> Result<RunReport> {
         self.run(Command::Refresh).await
     }
 
     /// Drops every table of the history connection's database, then applies all, under one
     /// lock. Destroys data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let report = migrator.fresh().await?;
+    /// assert_eq!(report.applied.len(), 1);
+    /// # Ok(()) }
+    /// ```
     pub async fn fresh(&self) -> Result<RunReport> {
         self.run(Command::Fresh).await
     }
@@ -189,12 +314,36 @@ impl Migrator {
             lock: session.strategy.name().to_string(),
             ..RunReport::default()
         };
-        let result = session.run_command(&available, command, &mut report).await;
+        let result = session.run_command(&available, command, &mut report);
+        #[cfg(feature = "tracing")]
+        let result = tracing::Instrument::instrument(
+            result,
+            tracing::info_span!(target: "dirthara", "dirthara.command", operation = command.name()),
+        );
+        let result = result.await;
         session.finish(result.map(|()| report)).await
     }
 
     /// Records every migration up to `version` as applied without running it (adopting a
     /// database that already has their effects).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// // The database already has the `users` table: record migration 1 without running it.
+    /// let report = migrator.baseline(1).await?;
+    /// assert_eq!(report.recorded[0].version, 1);
+    /// assert!(migrator.migrate().await?.applied.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn baseline(&self, version: i64) -> Result<RunReport> {
         let available = self.load()?;
         let mut session = self.open_session("baseline").await?;
@@ -208,6 +357,25 @@ impl Migrator {
     }
 
     /// Records what an operator fixed by hand (see [`Resolution`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate().await?;
+    /// std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id BIGINT)").unwrap();
+    /// assert_eq!(migrator.migrate().await.unwrap_err().code(), dirthara::Code::ChecksumMismatch);
+    /// migrator.resolve(1, dirthara::Resolution::AcceptChecksum).await?;
+    /// assert!(migrator.migrate().await?.applied.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn resolve(&self, version: i64, resolution: Resolution) -> Result<RunReport> {
         let available = self.load()?;
         let mut session = self.open_session("resolve").await?;
@@ -224,6 +392,22 @@ impl Migrator {
 
     /// The plan `command` would run now, with each step's text. Takes no lock and changes
     /// nothing, so it may be stale as soon as it returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let preview = migrator.preview(dirthara::Command::Migrate).await?;
+    /// assert_eq!(preview.steps[0].sql, "CREATE TABLE users (id INT)");
+    /// # Ok(()) }
+    /// ```
     pub async fn preview(&self, command: Command) -> Result<Preview> {
         let available = self.load()?;
         let applied = self.read_history_unlocked("preview").await?;
@@ -254,6 +438,23 @@ impl Migrator {
     }
 
     /// Every migration's state, and the lock's. Takes no lock and creates nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let status = migrator.status().await?;
+    /// assert_eq!(status.migrations[0].state, dirthara::plan::MigrationState::Pending);
+    /// assert!(matches!(status.lock.state, dirthara::LockState::Off));
+    /// # Ok(()) }
+    /// ```
     pub async fn status(&self) -> Result<StatusReport> {
         let available = self.load()?;
         let mut history = self.connect_history("status").await?;
@@ -274,6 +475,22 @@ impl Migrator {
     }
 
     /// The lock's state and holder; never changes it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let lock = migrator.lock_status().await?;
+    /// assert_eq!(lock.name, "dirthara:migrations");
+    /// # Ok(()) }
+    /// ```
     pub async fn lock_status(&self) -> Result<LockReport> {
         self.config.validate()?;
         let mut history = self.connect_history("unlock").await?;
@@ -284,6 +501,22 @@ impl Migrator {
 
     /// Releases the lock unconditionally, ending the holder's session(s); a no-op that
     /// succeeds when the lock is free.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// // On a free lock (or, as here, with locking off) it is a successful no-op.
+    /// assert!(migrator.force_unlock().await?.released.is_empty());
+    /// # Ok(()) }
+    /// ```
     pub async fn force_unlock(&self) -> Result<ForceUnlockReport> {
         self.config.validate()?;
         let mut history = self.connect_history("unlock").await?;
@@ -571,7 +804,19 @@ impl Session<'_> {
             if !guarded {
                 self.ensure_lock(Some(step.migration)).await?;
             }
-            let done = match self.run_step(step, planned.batch).await {
+            let running = self.run_step(step, planned.batch);
+            #[cfg(feature = "tracing")]
+            let running = tracing::Instrument::instrument(
+                running,
+                tracing::info_span!(
+                    target: "dirthara",
+                    "dirthara.migration",
+                    version = step.migration.version,
+                    name = %step.migration.name,
+                    direction = %step.direction
+                ),
+            );
+            let done = match running.await {
                 Ok(done) => done,
                 // The guard rolls the step back when the lock is gone: say that, not "failed".
                 Err(error) if guarded && error.code() == crate::Code::MigrationFailed => {

@@ -169,6 +169,92 @@ impl EventSink {
     }
 }
 
+#[cfg(feature = "tracing")]
+impl EventSink {
+    /// Forwards every event to [`tracing`] (target `dirthara`): lock waits and warnings at
+    /// `WARN`, the rest at `INFO`, with the facts as fields. Commands and migrations also
+    /// run inside the spans `dirthara.command` and `dirthara.migration`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("sqlite:app.db"))
+    ///     .with_events(dirthara::EventSink::tracing());
+    /// ```
+    pub fn tracing() -> Self {
+        EventSink::new(trace_event)
+    }
+}
+
+#[cfg(feature = "tracing")]
+fn trace_event(event: &Event) {
+    use tracing::{info, warn};
+    match event {
+        Event::ConnectionWaiting {
+            connection,
+            target,
+            reason,
+        } => warn!(target: "dirthara", %connection, %target, %reason, "waiting for the database"),
+        Event::Unlocked { connection } => {
+            warn!(target: "dirthara", %connection, "running without the migration lock")
+        }
+        Event::LockWaiting {
+            lock,
+            connection,
+            holder,
+            waited,
+        } => warn!(
+            target: "dirthara",
+            %lock,
+            %connection,
+            holder = %holder.as_ref().map(ToString::to_string).unwrap_or_default(),
+            waited_ms = waited.as_millis() as u64,
+            "waiting for the migration lock"
+        ),
+        Event::LockAcquired {
+            lock,
+            connection,
+            waited,
+        } => {
+            info!(target: "dirthara", %lock, %connection, waited_ms = waited.as_millis() as u64, "lock acquired")
+        }
+        Event::LockReleased { lock, connection } => {
+            info!(target: "dirthara", %lock, %connection, "lock released")
+        }
+        Event::Planned { operation, steps } => {
+            info!(target: "dirthara", %operation, steps, "planned")
+        }
+        Event::Dropped {
+            connection,
+            objects,
+        } => info!(target: "dirthara", %connection, dropped = objects.len(), "dropped every table"),
+        Event::MigrationStarted {
+            version,
+            name,
+            direction,
+            connection,
+        } => {
+            info!(target: "dirthara", version, %name, %direction, %connection, "migration started")
+        }
+        Event::MigrationFinished {
+            version,
+            name,
+            direction,
+            duration,
+        } => info!(
+            target: "dirthara",
+            version,
+            %name,
+            %direction,
+            duration_ms = duration.as_millis() as u64,
+            "migration finished"
+        ),
+        Event::Warning(warning) => {
+            warn!(target: "dirthara", code = %warning.code, "{}", warning.message)
+        }
+    }
+}
+
 impl Default for EventSink {
     fn default() -> Self {
         EventSink::discard()
