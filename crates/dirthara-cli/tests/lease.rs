@@ -74,7 +74,11 @@ async fn contention(server: Option<Server>) {
     let Some(place) = Place::new(server).await else {
         return;
     };
-    let m = Migrations::tables(50);
+    let m = if server == Some(Server::Mongo) {
+        Migrations::collections(50)
+    } else {
+        Migrations::tables(50)
+    };
     let url = place.url();
     let runners: Vec<Child> = (0..8)
         .map(|_| {
