@@ -58,6 +58,7 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
         let format = match m.format {
             StepFormat::Sql => "Sql",
             StepFormat::MongoCommands => "MongoCommands",
+            StepFormat::Rust => unreachable!("files never hold Rust migrations"),
         };
         code.push_str(&format!(
             "::dirthara::migration::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::migration::StepFormat::{format}, {:?}),\n",

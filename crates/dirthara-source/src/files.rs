@@ -302,7 +302,8 @@ fn read_text(path: &Path) -> Result<String> {
 /// A file's header: SQL directives, or what a JSON command file declares about itself.
 fn header(file: &MigrationFile, text: &str) -> Result<Header> {
     match file.format {
-        StepFormat::Sql => parse_directives(&file.path, text),
+        // `format_of` gives files only these two formats.
+        StepFormat::Sql | StepFormat::Rust => parse_directives(&file.path, text),
         StepFormat::MongoCommands => {
             let commands =
                 parse_commands(text).map_err(|reason| SourceError::invalid(&file.path, reason))?;

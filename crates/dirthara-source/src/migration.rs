@@ -32,6 +32,8 @@ pub enum StepFormat {
     Sql,
     /// A JSON array of MongoDB database commands (Extended JSON v2), run in order.
     MongoCommands,
+    /// Rust code (a `dirthara::RustMigration`); the step text only describes it.
+    Rust,
 }
 
 /// One migration, loaded and validated.

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
+use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink, LockHolder};
 use crate::history::{AppliedMigration, HistoryChange};
 use crate::lock::lease::LeaseStore;
+use crate::migration::Direction;
 
 #[cfg(test)]
 pub(crate) mod memory;
@@ -122,6 +124,21 @@ pub trait Backend: Send {
         table: &str,
         change: &HistoryChange,
     ) -> std::result::Result<(), String>;
+
+    /// Runs a Rust migration's step on this connection, in a transaction of its own if
+    /// `transactional`, together with `record` (a history change in `table`) when given.
+    async fn run_code(
+        &mut self,
+        _code: &dyn RustMigration,
+        _direction: Direction,
+        _transactional: bool,
+        _record: Option<(&str, &HistoryChange)>,
+    ) -> std::result::Result<(), String> {
+        Err(format!(
+            "{} connections cannot run Rust migrations",
+            self.kind().name()
+        ))
+    }
 
     /// Applies a history change on its own.
     async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()>;

@@ -15,6 +15,7 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
+use crate::code::RustMigration;
 use crate::config::{validate_table_name, Config, LockWait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink};
@@ -23,7 +24,7 @@ use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseObservation, LeaseReque
 use crate::lock::{
     acquire_session_lock, lease_table, resolve_strategy, LockTarget, Strategy, LOCK_NAME,
 };
-use crate::migration::{Direction, Migration};
+use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::{self, Command, Plan, PlanOptions, PlannedStep};
 use crate::report::{
     ForceUnlockReport, LockReport, LockState, Preview, PreviewStep, RunReport, StatusReport,
@@ -62,6 +63,8 @@ pub struct Migrator {
     events: EventSink,
     connector: Arc<dyn Connector>,
     extra: Vec<Migration>,
+    /// Rust migrations by version; `extra` holds their planner records.
+    code: BTreeMap<i64, Arc<dyn RustMigration>>,
     shutdown: Option<watch::Receiver<bool>>,
 }
 
@@ -72,8 +75,17 @@ impl Migrator {
             events: EventSink::discard(),
             connector: Arc::new(UrlConnector),
             extra: Vec::new(),
+            code: BTreeMap::new(),
             shutdown: None,
         }
+    }
+
+    /// Adds a migration written in Rust (see [`RustMigration`]), ordered by version among
+    /// the file migrations.
+    pub fn with_rust_migration(mut self, migration: impl RustMigration + 'static) -> Self {
+        self.extra.push(crate::code::describe(&migration));
+        self.code.insert(migration.version(), Arc::new(migration));
+        self
     }
 
     /// Receives every [`Event`] as it happens.
@@ -174,15 +186,19 @@ impl Migrator {
             let Ok(kind) = BackendKind::from_url(url) else {
                 continue;
             };
-            if kind != BackendKind::Memory && kind.step_format() != migration.format {
+            if kind != BackendKind::Memory
+                && migration.format != StepFormat::Rust
+                && kind.step_format() != migration.format
+            {
                 return Err(Error::invalid(
                     PathBuf::from(&migration.origin),
                     format!(
                         "is a {} migration but connection `{}` is {}; MongoDB migrations are \
                          `.json` command files, SQL databases take `.sql` files",
                         match migration.format {
-                            crate::migration::StepFormat::Sql => "SQL",
-                            crate::migration::StepFormat::MongoCommands => "MongoDB (JSON)",
+                            StepFormat::Sql => "SQL",
+                            StepFormat::MongoCommands => "MongoDB (JSON)",
+                            StepFormat::Rust => "Rust",
                         },
                         migration.connection,
                         kind.name()
@@ -796,6 +812,7 @@ impl Session<'_> {
             // Where the database checks the lock inside the step's own transaction (PostgreSQL),
             // a separate check first would only cost a round trip.
             let guarded = self.strategy == Strategy::Session
+                && step.migration.format != StepFormat::Rust
                 && self.runs_atomically(step.migration)
                 && self
                     .history
@@ -916,12 +933,38 @@ impl Session<'_> {
             },
         };
 
+        // A Rust migration runs its code where a file migration would send its text.
+        let code = match migration.format {
+            StepFormat::Rust => Some(migrator.code.get(&migration.version).cloned().ok_or_else(
+                || {
+                    Error::invalid(
+                        &migration.origin,
+                        "its Rust code was not registered with this Migrator",
+                    )
+                },
+            )?),
+            _ => None,
+        };
         if self.runs_atomically(migration) {
             // The step and its record commit together or not at all.
-            self.history
-                .run_step_recorded(text, table, &completion)
-                .await
-                .map_err(|message| failed(message, false))?;
+            let outcome = match &code {
+                Some(code) => {
+                    self.history
+                        .run_code(
+                            code.as_ref(),
+                            step.direction,
+                            true,
+                            Some((table, &completion)),
+                        )
+                        .await
+                }
+                None => {
+                    self.history
+                        .run_step_recorded(text, table, &completion)
+                        .await
+                }
+            };
+            outcome.map_err(|message| failed(message, false))?;
         } else {
             // The step cannot share a transaction with its record: mark it `running` first,
             // so a crash inside it is seen by the next run instead of being re-run or skipped.
@@ -936,15 +979,27 @@ impl Session<'_> {
             };
             self.history.record(table, &marker).await?;
             let (outcome, transactional_ddl) = if on_history {
-                let outcome = self.history.run_step(text, migration.transactional).await;
+                let outcome = match &code {
+                    Some(code) => {
+                        self.history
+                            .run_code(code.as_ref(), step.direction, migration.transactional, None)
+                            .await
+                    }
+                    None => self.history.run_step(text, migration.transactional).await,
+                };
                 (outcome, self.history.transactional_ddl())
             } else {
                 let target = self.other_connection(&migration.connection).await?;
                 let transactional_ddl = target.transactional_ddl();
-                (
-                    target.run_step(text, migration.transactional).await,
-                    transactional_ddl,
-                )
+                let outcome = match &code {
+                    Some(code) => {
+                        target
+                            .run_code(code.as_ref(), step.direction, migration.transactional, None)
+                            .await
+                    }
+                    None => target.run_step(text, migration.transactional).await,
+                };
+                (outcome, transactional_ddl)
             };
             let atomic_step = migration.transactional && transactional_ddl;
             if let Err(message) = outcome {

@@ -10,6 +10,7 @@
 //!   backends share one implementation and differ only in their driver.
 //! - [`engine`]: [`Migrator`], the one place that decides when to lock, read, plan, apply
 //!   and release. The `dirthara` CLI is a thin layer over it.
+//! - [`code`]: migrations written in Rust, mixed with file migrations.
 //! - [`config`], [`error`], [`events`], [`report`]: settings in, errors/events/results out.
 //!
 //! # Quick start
@@ -37,6 +38,7 @@
 //! unlocked, which is only safe with a single runner.
 
 pub mod backend;
+pub mod code;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -77,6 +79,7 @@ pub mod source;
 #[cfg(feature = "macros")]
 pub use dirthara_macros::embed_migrations;
 
+pub use code::RustMigration;
 pub use config::{Config, LockWait, Locking};
 pub use engine::{Migrator, Resolution};
 pub use error::{Code, Error, ErrorKind, Result};

@@ -14,9 +14,11 @@ use mongodb::options::ClientOptions;
 use mongodb::{Client, ClientSession, Collection, Database};
 
 use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest};
+use crate::code::{Connection, RustMigration};
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
 use crate::lock::lease::LeaseStore;
+use crate::migration::Direction;
 use crate::source::parse_commands;
 
 mod lease;
@@ -408,6 +410,70 @@ impl Backend for MongoBackend {
         // The duration is known only after the commands ran, inside the transaction.
         let change = change.measured(started.elapsed());
         self.in_transaction(documents, Some((table, change))).await
+    }
+
+    async fn run_code(
+        &mut self,
+        code: &dyn RustMigration,
+        direction: Direction,
+        transactional: bool,
+        record: Option<(&str, &HistoryChange)>,
+    ) -> std::result::Result<(), String> {
+        async fn step(
+            code: &dyn RustMigration,
+            direction: Direction,
+            conn: Connection<'_>,
+        ) -> std::result::Result<(), String> {
+            match direction {
+                Direction::Up => code.up(conn).await,
+                Direction::Down => code.down(conn).await,
+            }
+            .map_err(|e| e.to_string())
+        }
+        if !transactional {
+            let conn = Connection::Mongo {
+                db: &self.db,
+                session: None,
+            };
+            return step(code, direction, conn).await;
+        }
+        let mut session = self
+            .client
+            .start_session()
+            .await
+            .map_err(|e| mongo_message(&e))?;
+        session.start_transaction().await.map_err(|e| {
+            format!(
+                "cannot start a transaction (a replica set is required): {}",
+                mongo_message(&e)
+            )
+        })?;
+        let started = std::time::Instant::now();
+        let conn = Connection::Mongo {
+            db: &self.db,
+            session: Some(&mut session),
+        };
+        let mut result = step(code, direction, conn).await;
+        if let (Ok(()), Some((table, change))) = (&result, record) {
+            result = self
+                .apply_change(
+                    table,
+                    &change.measured(started.elapsed()),
+                    Some(&mut session),
+                )
+                .await
+                .map_err(|e| format!("history record: {}", mongo_message(&e)));
+        }
+        match result {
+            Ok(()) => session
+                .commit_transaction()
+                .await
+                .map_err(|e| mongo_message(&e)),
+            Err(message) => {
+                let _ = session.abort_transaction().await;
+                Err(message)
+            }
+        }
     }
 
     async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()> {

@@ -145,6 +145,10 @@ impl SqlDriver for MySqlDriver {
         Some(self)
     }
 
+    fn connection(&mut self) -> crate::code::Connection<'_> {
+        crate::code::Connection::MySql(&mut self.conn)
+    }
+
     async fn close(self: Box<Self>) {
         let _ = self.conn.close().await;
     }

@@ -170,6 +170,10 @@ impl SqlDriver for PgDriver {
         Some(self)
     }
 
+    fn connection(&mut self) -> crate::code::Connection<'_> {
+        crate::code::Connection::Postgres(&mut self.conn)
+    }
+
     async fn close(self: Box<Self>) {
         let this = *self;
         let _ = this.conn.close().await;

@@ -7,7 +7,9 @@
 use async_trait::async_trait;
 
 use super::{database_message, Backend, BackendKind, SessionLock};
+use crate::code::{Connection, RustMigration};
 use crate::lock::lease::LeaseStore;
+use crate::migration::Direction;
 
 mod lease;
 use crate::error::{Error, Result};
@@ -365,6 +367,9 @@ pub(crate) trait SqlDriver: Send {
         None
     }
 
+    /// The connection a Rust migration receives.
+    fn connection(&mut self) -> Connection<'_>;
+
     async fn close(self: Box<Self>);
 }
 
@@ -547,6 +552,44 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             .execute_atomically(text, Some(&record))
             .await
             .map_err(|e| database_message(&e))
+    }
+
+    async fn run_code(
+        &mut self,
+        code: &dyn RustMigration,
+        direction: Direction,
+        transactional: bool,
+        record: Option<(&str, &HistoryChange)>,
+    ) -> std::result::Result<(), String> {
+        let dialect = self.driver.dialect();
+        if transactional {
+            self.driver
+                .execute(dialect.begin())
+                .await
+                .map_err(|e| database_message(&e))?;
+        }
+        let started = std::time::Instant::now();
+        let ran = match direction {
+            Direction::Up => code.up(self.driver.connection()).await,
+            Direction::Down => code.down(self.driver.connection()).await,
+        };
+        let mut result = ran.map_err(|e| e.to_string());
+        if let (Ok(()), Some((table, change))) = (&result, record) {
+            let sql = dialect.change_sql(table, &change.measured(started.elapsed()));
+            result = self
+                .driver
+                .execute(&sql)
+                .await
+                .map_err(|e| database_message(&e));
+        }
+        if transactional {
+            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+            let ended = self.driver.execute(end).await;
+            if let (Ok(()), Err(e)) = (&result, ended) {
+                result = Err(database_message(&e));
+            }
+        }
+        result
     }
 
     async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()> {

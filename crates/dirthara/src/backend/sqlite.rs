@@ -65,6 +65,10 @@ impl SqlDriver for SqliteDriver {
         text_rows(&self.conn.fetch_all(sql).await?)
     }
 
+    fn connection(&mut self) -> crate::code::Connection<'_> {
+        crate::code::Connection::Sqlite(&mut self.conn)
+    }
+
     async fn close(self: Box<Self>) {
         let _ = self.conn.close().await;
     }

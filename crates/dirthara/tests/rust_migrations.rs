@@ -1,0 +1,171 @@
+//! Migrations written in Rust, mixed with file migrations, on SQLite.
+
+use dirthara::code::{Connection, RustMigration, StepError};
+use dirthara::{Code, Config, Locking, Migrator, RollbackScope};
+
+struct SeedUsers {
+    revision: &'static str,
+    fail: bool,
+}
+
+#[async_trait::async_trait]
+impl RustMigration for SeedUsers {
+    fn version(&self) -> i64 {
+        2
+    }
+    fn name(&self) -> &str {
+        "seed_users"
+    }
+    fn revision(&self) -> &str {
+        self.revision
+    }
+    fn reversible(&self) -> bool {
+        true
+    }
+    async fn up(&self, conn: Connection<'_>) -> Result<(), StepError> {
+        let Connection::Sqlite(conn) = conn else {
+            return Err("expected SQLite".into());
+        };
+        sqlx::query("INSERT INTO users (email) VALUES ('a@example.com'), ('b@example.com')")
+            .execute(&mut *conn)
+            .await?;
+        if self.fail {
+            return Err("the backfill found bad data".into());
+        }
+        Ok(())
+    }
+    async fn down(&self, conn: Connection<'_>) -> Result<(), StepError> {
+        let Connection::Sqlite(conn) = conn else {
+            return Err("expected SQLite".into());
+        };
+        sqlx::query("DELETE FROM users").execute(conn).await?;
+        Ok(())
+    }
+}
+
+fn project() -> (tempfile::TempDir, Config) {
+    let dir = tempfile::tempdir().unwrap();
+    let migrations = dir.path().join("migrations");
+    std::fs::create_dir(&migrations).unwrap();
+    std::fs::write(
+        migrations.join("1_users.up.sql"),
+        "CREATE TABLE users (email TEXT NOT NULL)",
+    )
+    .unwrap();
+    std::fs::write(migrations.join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    std::fs::write(
+        migrations.join("3_index.up.sql"),
+        "CREATE UNIQUE INDEX users_email ON users (email)",
+    )
+    .unwrap();
+    std::fs::write(
+        migrations.join("3_index.down.sql"),
+        "DROP INDEX users_email",
+    )
+    .unwrap();
+    let mut config = Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    config.directories = vec![migrations];
+    config.locking = Locking::Off;
+    (dir, config)
+}
+
+async fn count_users(config: &Config) -> i64 {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::SqliteConnection::connect(config.connection_url("default").unwrap())
+        .await
+        .unwrap();
+    sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn rust_and_file_migrations_run_in_one_ordered_set_and_roll_back() {
+    let (_dir, config) = project();
+    let seed = || SeedUsers {
+        revision: "1",
+        fail: false,
+    };
+    let migrator = Migrator::new(config.clone()).with_rust_migration(seed());
+    let report = migrator.migrate().await.unwrap();
+    let applied: Vec<(i64, &str)> = report
+        .applied
+        .iter()
+        .map(|s| (s.version, s.name.as_str()))
+        .collect();
+    assert_eq!(applied, vec![(1, "users"), (2, "seed_users"), (3, "index")]);
+    assert_eq!(count_users(&config).await, 2);
+
+    let preview = migrator
+        .preview(dirthara::Command::Rollback(RollbackScope::All))
+        .await
+        .unwrap();
+    assert!(preview.steps[1]
+        .sql
+        .contains("Rust migration 2 seed_users (revision 1): down"));
+    let report = migrator.rollback(RollbackScope::Steps(2)).await.unwrap();
+    assert_eq!(
+        report
+            .reverted
+            .iter()
+            .map(|s| s.version)
+            .collect::<Vec<_>>(),
+        vec![3, 2]
+    );
+    assert_eq!(count_users(&config).await, 0);
+
+    // Bumping the revision of an applied Rust migration is like editing an applied file.
+    Migrator::new(config.clone())
+        .with_rust_migration(seed())
+        .migrate()
+        .await
+        .unwrap();
+    let bumped = Migrator::new(config.clone()).with_rust_migration(SeedUsers {
+        revision: "2",
+        fail: false,
+    });
+    assert_eq!(
+        bumped.migrate().await.unwrap_err().code(),
+        Code::ChecksumMismatch
+    );
+}
+
+#[tokio::test]
+async fn a_failing_rust_migration_rolls_back_with_its_record() {
+    let (_dir, config) = project();
+    let migrator = Migrator::new(config.clone()).with_rust_migration(SeedUsers {
+        revision: "1",
+        fail: true,
+    });
+    let err = migrator.migrate().await.unwrap_err();
+    assert_eq!(err.code(), Code::MigrationFailed);
+    assert!(
+        err.to_string().contains("the backfill found bad data"),
+        "{err}"
+    );
+    assert_eq!(err.completed().len(), 1);
+    // Its inserts were rolled back with it, and it is still pending.
+    assert_eq!(count_users(&config).await, 0);
+    let status = migrator.status().await.unwrap();
+    assert_eq!(
+        status.migrations[1].state,
+        dirthara::plan::MigrationState::Pending
+    );
+}
+
+#[tokio::test]
+async fn a_rust_migration_without_its_code_is_refused() {
+    let (_dir, config) = project();
+    Migrator::new(config.clone())
+        .with_rust_migration(SeedUsers {
+            revision: "1",
+            fail: false,
+        })
+        .migrate()
+        .await
+        .unwrap();
+    // A binary that no longer registers migration 2 sees it as missing, never re-runs it.
+    let err = Migrator::new(config).migrate().await.unwrap_err();
+    assert_eq!(err.code(), Code::MissingMigration);
+}
