@@ -453,6 +453,15 @@ async fn a_killed_mongodb_runner_blocks_the_next_only_until_its_lease_lapses() {
     };
     let mut victim = spawn(setup.dirthara(&["migrate", "--lock-ttl", "3s"]));
     setup.wait_until_held();
+    // Kill it inside the slow step: once its `running` record is written.
+    let started = Instant::now();
+    while setup.mongo.history().await != vec![(1, 1, "running".to_string())] {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never started the slow step"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let killed_at = Instant::now();
     victim.kill().unwrap();
     victim.wait().unwrap();
@@ -500,6 +509,15 @@ async fn a_mongodb_runner_that_lost_its_lease_stops_and_spares_the_new_holder() 
     };
     let first = spawn(setup.dirthara(&["migrate"]));
     setup.wait_until_held();
+    // Take the lease away while it is inside migration 1.
+    let started = Instant::now();
+    while setup.mongo.history().await != vec![(1, 1, "running".to_string())] {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never started the slow step"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let out = setup.dirthara(&["unlock", "--force"]).output().unwrap();
     assert!(
         text(&out).0.contains("deleted the lease held by"),
