@@ -266,7 +266,7 @@ async fn a_lost_lease_stops_the_run_before_its_next_migration_and_spares_the_new
     ));
     let started = Instant::now();
     while db
-        .strings("SELECT query FROM pg_stat_activity WHERE query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()")
+        .strings("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()")
         .await
         .is_empty()
     {

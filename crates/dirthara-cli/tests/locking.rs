@@ -193,7 +193,7 @@ async fn a_runner_killed_mid_migration_frees_the_lock_and_leaves_nothing_behind_
     let mut victim = spawn(dirthara(&db.url, m.path(), &["migrate"]));
     // Wait until it is inside migration 2.
     let started = Instant::now();
-    while db.strings("SELECT query FROM pg_stat_activity WHERE query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()").await.is_empty() {
+    while db.strings("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()").await.is_empty() {
         assert!(started.elapsed() < Duration::from_secs(20), "never reached the slow migration");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -477,11 +477,8 @@ async fn tls_is_negotiated_when_the_url_requires_it() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", text(&out));
-    let ssl_sessions = db
-        .strings("SELECT count(*)::text FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE s.ssl")
-        .await;
+    // `sslmode=require` refuses to run over a plain connection, so success means TLS was used.
     assert_eq!(applied_versions(&out), vec![1]);
-    assert!(!ssl_sessions.is_empty());
 }
 
 /// A lock released from inside the session (here by a migration itself) is noticed before the

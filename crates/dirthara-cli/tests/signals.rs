@@ -28,7 +28,7 @@ async fn interrupted_by(signal: &str, expected_exit: i32) {
         .unwrap();
     let started = Instant::now();
     while db
-        .strings("SELECT query FROM pg_stat_activity WHERE query LIKE '%pg_sleep(1.5)%' AND pid <> pg_backend_pid()")
+        .strings("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(1.5)%' AND pid <> pg_backend_pid()")
         .await
         .is_empty()
     {
