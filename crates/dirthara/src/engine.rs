@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
 
 use tokio::sync::watch;
 
@@ -19,16 +18,15 @@ use crate::code::RustMigration;
 use crate::config::{validate_table_name, Config, LockWait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink};
-use crate::history::{runner_identity, AppliedMigration, HistoryChange, RecordState};
+use crate::history::AppliedMigration;
 use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseObservation, LeaseRequest};
 use crate::lock::{
     acquire_session_lock, lease_table, resolve_strategy, LockTarget, Strategy, LOCK_NAME,
 };
 use crate::migration::{Direction, Migration, StepFormat};
-use crate::plan::{self, Command, Plan, PlanOptions, PlannedStep};
+use crate::plan::{self, Command, PlanOptions};
 use crate::report::{
     ForceUnlockReport, LockReport, LockState, Preview, PreviewStep, RunReport, StatusReport,
-    StepReport,
 };
 use crate::source::load_directories;
 
@@ -537,9 +535,9 @@ impl Migrator {
         self.config.validate()?;
         let mut history = self.connect_history("unlock").await?;
         let result = async {
-            let lock = self.lock_report(history.as_mut()).await?;
-            let released = match (&lock.state, lock.strategy.as_str()) {
-                (LockState::Held { .. }, "session") => match history.session_lock() {
+            let (strategy, lock) = self.inspect_lock(history.as_mut()).await?;
+            let released = match (&lock.state, strategy) {
+                (LockState::Held { .. }, Some(Strategy::Session)) => match history.session_lock() {
                     Some(session_lock) => {
                         session_lock
                             .force_unlock(&self.config.history_table)
@@ -547,7 +545,10 @@ impl Migrator {
                     }
                     None => Vec::new(),
                 },
-                (LockState::Held { holder, .. } | LockState::Stale { holder }, "lease") => {
+                (
+                    LockState::Held { holder, .. } | LockState::Stale { holder },
+                    Some(Strategy::Lease),
+                ) => {
                     let mut store = history.open_lease_store(&self.lease_table()).await?;
                     let deleted = store.force_release().await;
                     store.close().await;
@@ -615,11 +616,19 @@ impl Migrator {
     }
 
     async fn lock_report(&self, history: &mut dyn Backend) -> Result<LockReport> {
+        Ok(self.inspect_lock(history).await?.1)
+    }
+
+    /// The lock's state, and the strategy that governs it (`None`: the backend cannot lock).
+    async fn inspect_lock(
+        &self,
+        history: &mut dyn Backend,
+    ) -> Result<(Option<Strategy>, LockReport)> {
         let connection = self.config.history_connection.clone();
         let strategy = match resolve_strategy(self.config.locking, history.kind(), &connection) {
             Ok(strategy) => strategy,
             Err(error) if error.code() == crate::Code::MigrationLockFailed => {
-                return Ok(LockReport {
+                let report = LockReport {
                     name: LOCK_NAME.to_string(),
                     connection,
                     strategy: "none".to_string(),
@@ -630,7 +639,8 @@ impl Migrator {
                             history.kind().name()
                         ),
                     },
-                });
+                };
+                return Ok((None, report));
             }
             Err(error) => return Err(error),
         };
@@ -656,12 +666,13 @@ impl Migrator {
                 lease_state(observed?)
             }
         };
-        Ok(LockReport {
+        let report = LockReport {
             name: LOCK_NAME.to_string(),
             connection,
             strategy: strategy.name().to_string(),
             state,
-        })
+        };
+        Ok((Some(strategy), report))
     }
 
     /// Connects the history connection and takes the lock: the first thing done on the database.
@@ -745,500 +756,6 @@ impl Migrator {
     }
 }
 
-/// One locked command's connections and progress.
-struct Session<'m> {
-    migrator: &'m Migrator,
-    operation: String,
-    history: Box<dyn Backend>,
-    /// Connections other than the history connection, opened when a step needs them.
-    others: BTreeMap<String, Box<dyn Backend>>,
-    strategy: Strategy,
-    /// The held lease, with `Strategy::Lease`.
-    lease: Option<LeaseGuard>,
-    completed: Vec<StepReport>,
-}
-
-impl Session<'_> {
-    fn table(&self) -> &str {
-        &self.migrator.config.history_table
-    }
-
-    fn history_connection(&self) -> &str {
-        &self.migrator.config.history_connection
-    }
-
-    async fn run_command(
-        &mut self,
-        available: &[Migration],
-        command: Command,
-        report: &mut RunReport,
-    ) -> Result<()> {
-        let table = self.table().to_string();
-        self.history.prepare_history(&table).await?;
-        let applied = self.history.read_history(&table).await?.unwrap_or_default();
-        let planned = plan::plan(available, &applied, command, self.migrator.plan_options())?;
-        for warning in &planned.warnings {
-            self.migrator.events.emit(Event::Warning(warning.clone()));
-        }
-        self.migrator.events.emit(Event::Planned {
-            operation: command.name().to_string(),
-            steps: planned.steps.len(),
-        });
-        report.warnings.extend(planned.warnings.iter().cloned());
-        if planned.drop_all {
-            self.ensure_lock(None).await?;
-            // Never the lease table: a lease may be what protects this very run.
-            report.dropped = self.history.drop_all(&[lease_table(&table)]).await?;
-            self.migrator.events.emit(Event::Dropped {
-                connection: self.history_connection().to_string(),
-                objects: report.dropped.clone(),
-            });
-            // The lock lives in the session, not in a table, so it survived the drop.
-            self.history.prepare_history(&table).await?;
-        }
-        self.apply(&planned, report).await
-    }
-
-    async fn apply(&mut self, planned: &Plan<'_>, report: &mut RunReport) -> Result<()> {
-        for (index, step) in planned.steps.iter().enumerate() {
-            if self.interrupted() {
-                return Err(Error::new(ErrorKind::Interrupted {
-                    remaining: planned.steps[index..]
-                        .iter()
-                        .map(|s| (s.migration.version, s.migration.name.clone()))
-                        .collect(),
-                }));
-            }
-            // Where the database checks the lock inside the step's own transaction (PostgreSQL),
-            // a separate check first would only cost a round trip.
-            let guarded = self.strategy == Strategy::Session
-                && step.migration.format != StepFormat::Rust
-                && self.runs_atomically(step.migration)
-                && self
-                    .history
-                    .session_lock()
-                    .is_some_and(|lock| lock.verifies_in_step());
-            if !guarded {
-                self.ensure_lock(Some(step.migration)).await?;
-            }
-            let running = self.run_step(step, planned.batch);
-            #[cfg(feature = "tracing")]
-            let running = tracing::Instrument::instrument(
-                running,
-                tracing::info_span!(
-                    target: "dirthara",
-                    "dirthara.migration",
-                    version = step.migration.version,
-                    name = %step.migration.name,
-                    direction = %step.direction
-                ),
-            );
-            let done = match running.await {
-                Ok(done) => done,
-                // The guard rolls the step back when the lock is gone: say that, not "failed".
-                Err(error) if guarded && error.code() == crate::Code::MigrationFailed => {
-                    self.ensure_lock(Some(step.migration)).await?;
-                    return Err(error);
-                }
-                Err(error) => return Err(error),
-            };
-            match step.direction {
-                Direction::Up => {
-                    report.batch = Some(planned.batch);
-                    report.applied.push(done.clone());
-                }
-                Direction::Down => report.reverted.push(done.clone()),
-            }
-            self.completed.push(done);
-        }
-        Ok(())
-    }
-
-    fn interrupted(&self) -> bool {
-        self.migrator
-            .shutdown
-            .as_ref()
-            .is_some_and(|rx| *rx.borrow())
-    }
-
-    /// Confirms the session still holds the lock before changing anything more.
-    async fn ensure_lock(&mut self, next: Option<&Migration>) -> Result<()> {
-        let table = self.table().to_string();
-        let held = match self.strategy {
-            Strategy::Off => return Ok(()),
-            // A query error means the session is in trouble: we cannot confirm, so stop.
-            Strategy::Session => match self.history.session_lock() {
-                Some(lock) => lock.holds_lock(&table).await.unwrap_or(false),
-                None => false,
-            },
-            Strategy::Lease => match &self.lease {
-                Some(lease) => lease.confirm().await.unwrap_or(false),
-                None => false,
-            },
-        };
-        if held {
-            return Ok(());
-        }
-        Err(Error::new(ErrorKind::LockLost {
-            lock: LOCK_NAME.to_string(),
-            connection: self.history_connection().to_string(),
-            next: next.map(|m| (m.version, m.name.clone())),
-        }))
-    }
-
-    /// Whether a migration's step and its history record commit in one transaction.
-    fn runs_atomically(&self, migration: &Migration) -> bool {
-        migration.transactional
-            && migration.connection == self.migrator.config.history_connection
-            && self.history.transactional_ddl()
-    }
-
-    async fn run_step(&mut self, step: &PlannedStep<'_>, batch: i64) -> Result<StepReport> {
-        let migration = step.migration;
-        let migrator = self.migrator;
-        let events = &migrator.events;
-        let table = migrator.config.history_table.as_str();
-        let on_history = migration.connection == migrator.config.history_connection;
-        events.emit(Event::MigrationStarted {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            connection: migration.connection.clone(),
-        });
-        let started = Instant::now();
-        let text = step.text();
-        let failed = |message: String, left_dirty: bool| {
-            Error::new(ErrorKind::MigrationFailed {
-                version: migration.version,
-                name: migration.name.clone(),
-                direction: step.direction,
-                connection: migration.connection.clone(),
-                message,
-                left_dirty,
-            })
-        };
-
-        let completion = match step.direction {
-            Direction::Up => HistoryChange::Insert {
-                version: migration.version,
-                name: migration.name.clone(),
-                checksum: migration.checksum.clone(),
-                batch,
-                state: RecordState::Applied,
-                duration_ms: None,
-                applied_by: runner_identity(),
-            },
-            Direction::Down => HistoryChange::Delete {
-                version: migration.version,
-            },
-        };
-
-        // A Rust migration runs its code where a file migration would send its text.
-        let code = match migration.format {
-            StepFormat::Rust => Some(migrator.code.get(&migration.version).cloned().ok_or_else(
-                || {
-                    Error::invalid(
-                        &migration.origin,
-                        "its Rust code was not registered with this Migrator",
-                    )
-                },
-            )?),
-            _ => None,
-        };
-        if self.runs_atomically(migration) {
-            // The step and its record commit together or not at all.
-            let outcome = match &code {
-                Some(code) => {
-                    self.history
-                        .run_code(
-                            code.as_ref(),
-                            step.direction,
-                            true,
-                            Some((table, &completion)),
-                        )
-                        .await
-                }
-                None => {
-                    self.history
-                        .run_step_recorded(text, table, &completion)
-                        .await
-                }
-            };
-            outcome.map_err(|message| failed(message, false))?;
-        } else {
-            // The step cannot share a transaction with its record: mark it `running` first,
-            // so a crash inside it is seen by the next run instead of being re-run or skipped.
-            let marker = match step.direction {
-                Direction::Up => completion
-                    .measured(std::time::Duration::ZERO)
-                    .with_state(RecordState::Running),
-                Direction::Down => HistoryChange::SetState {
-                    version: migration.version,
-                    state: RecordState::Running,
-                },
-            };
-            self.history.record(table, &marker).await?;
-            let (outcome, transactional_ddl) = if on_history {
-                let outcome = match &code {
-                    Some(code) => {
-                        self.history
-                            .run_code(code.as_ref(), step.direction, migration.transactional, None)
-                            .await
-                    }
-                    None => self.history.run_step(text, migration.transactional).await,
-                };
-                (outcome, self.history.transactional_ddl())
-            } else {
-                let target = self.other_connection(&migration.connection).await?;
-                let transactional_ddl = target.transactional_ddl();
-                let outcome = match &code {
-                    Some(code) => {
-                        target
-                            .run_code(code.as_ref(), step.direction, migration.transactional, None)
-                            .await
-                    }
-                    None => target.run_step(text, migration.transactional).await,
-                };
-                (outcome, transactional_ddl)
-            };
-            let atomic_step = migration.transactional && transactional_ddl;
-            if let Err(message) = outcome {
-                if atomic_step {
-                    // The step rolled back cleanly: take the marker back.
-                    let undo = match step.direction {
-                        Direction::Up => HistoryChange::Delete {
-                            version: migration.version,
-                        },
-                        Direction::Down => HistoryChange::SetState {
-                            version: migration.version,
-                            state: RecordState::Applied,
-                        },
-                    };
-                    let error = failed(message, false);
-                    return match self.history.record(table, &undo).await {
-                        Ok(()) => Err(error),
-                        Err(undo_error) => Err(error.with_secondary(undo_error)),
-                    };
-                }
-                return Err(failed(message, true));
-            }
-            let done = match step.direction {
-                Direction::Up => HistoryChange::MarkApplied {
-                    version: migration.version,
-                    duration_ms: started.elapsed().as_millis() as i64,
-                },
-                Direction::Down => completion,
-            };
-            self.history.record(table, &done).await?;
-        }
-
-        let duration = started.elapsed();
-        events.emit(Event::MigrationFinished {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            duration,
-        });
-        Ok(StepReport {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            connection: migration.connection.clone(),
-            duration_ms: duration.as_millis() as u64,
-        })
-    }
-
-    async fn other_connection(&mut self, name: &str) -> Result<&mut (dyn Backend + 'static)> {
-        if !self.others.contains_key(name) {
-            let backend = self.migrator.connect(name, &self.operation, false).await?;
-            self.others.insert(name.to_string(), backend);
-        }
-        Ok(self.others.get_mut(name).expect("inserted above").as_mut())
-    }
-
-    async fn baseline(
-        &mut self,
-        available: &[Migration],
-        version: i64,
-        report: &mut RunReport,
-    ) -> Result<()> {
-        if !available.iter().any(|m| m.version == version) {
-            return Err(Error::new(ErrorKind::UnknownVersion { version }));
-        }
-        let table = self.table().to_string();
-        self.history.prepare_history(&table).await?;
-        let applied = self.history.read_history(&table).await?.unwrap_or_default();
-        if let Some(dirty) = applied.iter().find(|a| a.state == RecordState::Running) {
-            return Err(Error::new(ErrorKind::Dirty {
-                version: dirty.version,
-                name: dirty.name.clone(),
-            }));
-        }
-        let batch = applied.iter().map(|a| a.batch).max().unwrap_or(0) + 1;
-        for migration in available.iter().filter(|m| m.version <= version) {
-            if applied.iter().any(|a| a.version == migration.version) {
-                continue;
-            }
-            self.ensure_lock(Some(migration)).await?;
-            let record = HistoryChange::Insert {
-                version: migration.version,
-                name: migration.name.clone(),
-                checksum: migration.checksum.clone(),
-                batch,
-                state: RecordState::Applied,
-                duration_ms: Some(0),
-                applied_by: runner_identity(),
-            };
-            self.history.record(&table, &record).await?;
-            report.batch = Some(batch);
-            report.recorded.push(StepReport {
-                version: migration.version,
-                name: migration.name.clone(),
-                direction: Direction::Up,
-                connection: migration.connection.clone(),
-                duration_ms: 0,
-            });
-        }
-        Ok(())
-    }
-
-    async fn resolve(
-        &mut self,
-        available: &[Migration],
-        version: i64,
-        resolution: Resolution,
-        report: &mut RunReport,
-    ) -> Result<()> {
-        let table = self.table().to_string();
-        let applied = self.history.read_history(&table).await?.unwrap_or_default();
-        let Some(record) = applied.iter().find(|a| a.version == version) else {
-            return Err(Error::config(format!(
-                "migration {version} has no history record, so there is nothing to resolve \
-                 (`dirthara status` shows the recorded migrations)"
-            )));
-        };
-        let dirty = record.state == RecordState::Running;
-        let change = match resolution {
-            Resolution::Applied | Resolution::RolledBack if !dirty => {
-                return Err(Error::config(format!(
-                    "migration {version} ({}) is not dirty (it is recorded as applied); \
-                     `resolve --applied/--rolled-back` only clears a migration a failed run left running",
-                    record.name
-                )))
-            }
-            Resolution::Applied => HistoryChange::MarkApplied {
-                version,
-                duration_ms: record.duration_ms,
-            },
-            Resolution::RolledBack => HistoryChange::Delete { version },
-            Resolution::AcceptChecksum => {
-                let Some(migration) = available.iter().find(|m| m.version == version) else {
-                    return Err(Error::new(ErrorKind::MissingMigration {
-                        version,
-                        name: record.name.clone(),
-                    }));
-                };
-                if dirty {
-                    return Err(Error::new(ErrorKind::Dirty {
-                        version,
-                        name: record.name.clone(),
-                    }));
-                }
-                HistoryChange::SetChecksum {
-                    version,
-                    checksum: migration.checksum.clone(),
-                }
-            }
-        };
-        self.ensure_lock(None).await?;
-        self.history.record(&table, &change).await?;
-        report.recorded.push(StepReport {
-            version,
-            name: record.name.clone(),
-            direction: if resolution == Resolution::RolledBack {
-                Direction::Down
-            } else {
-                Direction::Up
-            },
-            connection: self.history_connection().to_string(),
-            duration_ms: 0,
-        });
-        Ok(())
-    }
-
-    /// Releases the lock and closes every connection, whatever `result` is. A release
-    /// failure is attached to the command's own error, never substituted for it.
-    async fn finish<T>(mut self, result: Result<T>) -> Result<T> {
-        let result = result.map_err(|e| e.with_completed(std::mem::take(&mut self.completed)));
-        let release = match self.strategy {
-            Strategy::Off => Ok(()),
-            Strategy::Lease => {
-                let warning = match self.lease.take() {
-                    Some(lease) => lease.release().await,
-                    None => None,
-                };
-                match warning {
-                    // Released, or lapsed (a warning: the run's own result stands).
-                    None => {
-                        self.migrator.events.emit(Event::LockReleased {
-                            lock: LOCK_NAME.to_string(),
-                            connection: self.history_connection().to_string(),
-                        });
-                        Ok(())
-                    }
-                    Some(warning)
-                        if warning.code == crate::Code::LockLeaseExpired || result.is_ok() =>
-                    {
-                        self.migrator.events.emit(Event::Warning(warning));
-                        Ok(())
-                    }
-                    // A failed release after a failed run: attached to the run's error.
-                    Some(warning) => Err(Error::new(ErrorKind::LockFailed {
-                        lock: LOCK_NAME.to_string(),
-                        connection: self.history_connection().to_string(),
-                        reason: warning.message,
-                    })),
-                }
-            }
-            Strategy::Session => {
-                let table = self.table().to_string();
-                let connection = self.history_connection().to_string();
-                let released = match self.history.session_lock() {
-                    Some(lock) => lock.unlock(&table).await,
-                    None => Ok(()),
-                };
-                match released {
-                    Ok(()) => {
-                        self.migrator.events.emit(Event::LockReleased {
-                            lock: LOCK_NAME.to_string(),
-                            connection,
-                        });
-                        Ok(())
-                    }
-                    Err(error) => Err(Error::new(ErrorKind::LockFailed {
-                        lock: LOCK_NAME.to_string(),
-                        connection,
-                        reason: format!(
-                            "releasing the lock failed ({error}); the database releases it when \
-                             this session ends, which happens now"
-                        ),
-                    })),
-                }
-            }
-        };
-        for (_, backend) in std::mem::take(&mut self.others) {
-            backend.close().await;
-        }
-        self.history.close().await;
-        match (result, release) {
-            (Ok(value), Ok(())) => Ok(value),
-            (Ok(_), Err(release_error)) => Err(release_error),
-            (Err(error), Ok(())) => Err(error),
-            (Err(error), Err(release_error)) => Err(error.with_secondary(release_error)),
-        }
-    }
-}
-
 /// How a lease looks to `status` and `unlock`; a malformed one counts as held.
 fn lease_state(observed: LeaseObservation) -> LockState {
     match observed {
@@ -1265,14 +782,9 @@ fn lease_state(observed: LeaseObservation) -> LockState {
     }
 }
 
-impl HistoryChange {
-    fn with_state(mut self, new_state: RecordState) -> Self {
-        if let HistoryChange::Insert { state, .. } = &mut self {
-            *state = new_state;
-        }
-        self
-    }
-}
+mod session;
+
+use session::Session;
 
 #[cfg(test)]
 mod tests;
