@@ -1,0 +1,107 @@
+//! What only happens on a terminal: the progress line and colour. Run under a real
+//! pseudo-terminal with util-linux `script`.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_dirthara")
+}
+
+/// Runs `dirthara args` with a terminal on stdin/stdout/stderr; returns what it printed.
+fn on_terminal(dir: &Path, args: &str, no_color: bool) -> Option<String> {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: util-linux `script` is not installed, so no pseudo-terminal");
+        return None;
+    }
+    let mut cmd = Command::new("script");
+    cmd.current_dir(dir)
+        .args(["-qec", &format!("{} {args}", bin()), "/dev/null"])
+        .env_remove("NO_COLOR")
+        .env_remove("DATABASE_URL");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn project(count: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let migrations = dir.path().join("migrations");
+    std::fs::create_dir(&migrations).unwrap();
+    for i in 1..=count {
+        std::fs::write(
+            migrations.join(format!("{i}_t{i}.sql")),
+            format!("CREATE TABLE t{i} (id INT)"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+#[test]
+fn many_migrations_on_a_terminal_show_a_progress_line() {
+    let dir = project(8);
+    let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db --no-lock migrate", false) else {
+        return;
+    };
+    assert!(out.contains("\x1b[2K[="), "progress bar: {out:?}");
+    assert!(out.contains("/8 up "), "current migration: {out:?}");
+    assert!(out.contains("Applied 8 in batch 1."), "{out:?}");
+}
+
+#[test]
+fn a_few_migrations_get_plain_lines_even_on_a_terminal() {
+    let dir = project(3);
+    let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db --no-lock migrate", false) else {
+        return;
+    };
+    assert!(!out.contains("\x1b[2K["), "{out:?}");
+    assert!(out.contains("Applied 3 in batch 1."), "{out:?}");
+}
+
+#[test]
+fn errors_are_coloured_on_a_terminal_but_never_with_no_color() {
+    let dir = project(1);
+    let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db migrate", false) else {
+        return;
+    };
+    assert!(
+        out.contains("\x1b[1;31mError\x1b[0m [MIGRATION_LOCK_FAILED]"),
+        "{out:?}"
+    );
+    let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db migrate", true) else {
+        return;
+    };
+    assert!(
+        out.contains("Error [MIGRATION_LOCK_FAILED]") && !out.contains('\x1b'),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn off_a_terminal_there_is_no_progress_line_and_no_colour() {
+    let dir = project(8);
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .env_remove("NO_COLOR")
+        .args(["-d", "sqlite:t.db", "--no-lock", "migrate"])
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success() && !all.contains('\x1b'), "{all:?}");
+}
+
+#[test]
+fn the_manual_page_is_generated_from_the_command_line_definition() {
+    let out = Command::new(bin()).arg("man").output().unwrap();
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(page.contains(".TH dirthara 1"), "{page}");
+    assert!(page.contains("lock\\-wait"), "documents the flags: {page}");
+}
