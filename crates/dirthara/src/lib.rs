@@ -31,11 +31,28 @@
 //!
 //! Every command that changes the database takes the lock `dirthara:migrations` on the
 //! history connection before it reads the history, and releases it when it ends, whatever
-//! the outcome. On PostgreSQL and MySQL/MariaDB it is a session lock: a second runner waits
-//! (by default forever, see [`Config::lock_wait`]) and then finds nothing left to do; if the
-//! process dies, the server releases the lock with the session. SQLite has no such lock:
-//! with `locking = true` a run is refused before it reads anything; `locking = false` runs
-//! unlocked, which is only safe with a single runner.
+//! the outcome; a failure to release is attached to the command's own error, never put in
+//! its place. [`Config::locking`] chooses the strategy:
+//!
+//! - **Session lock** (`true` on PostgreSQL and MySQL/MariaDB): a named lock held by the
+//!   history connection's session. A second runner waits (forever by default,
+//!   [`Config::lock_wait`] bounds it) and then finds nothing left to do; if a process dies,
+//!   the server releases its lock with its session. Waiters retry a non-blocking try-lock
+//!   (PostgreSQL wakes them with `NOTIFY`), so none sits in a lock statement holding a
+//!   snapshot. Before each migration the runner confirms it still holds the lock (on
+//!   PostgreSQL inside the step's own transaction). *Limits:* poolers in transaction mode
+//!   (PgBouncer) hand sessions around and break it; MySQL Galera keeps named locks per node;
+//!   MySQL keeps a killed runner's lock until its running statement ends.
+//! - **Lease** (`"lease"`, and `true` on MongoDB): a row/document with an expiry, taken in one
+//!   atomic operation judged by the database's clock. A second runner fails at once with
+//!   `MIGRATION_LOCK_HELD` (or retries until `lock_wait`); a crashed runner's lease lapses by
+//!   itself after [`Config::lock_ttl`]; a heartbeat renews it and each migration first
+//!   confirms it is still ours, else `LOCK_LEASE_LOST`; release deletes it only if it is still
+//!   ours (else warning `LOCK_LEASE_EXPIRED`); a lease without a valid expiry is held, never
+//!   stolen. *Limits:* a migration that outlives the lease without renewal can be overtaken
+//!   (on SQLite, renewal happens only between migrations).
+//! - **Off** (`false`): no protection; SQLite with `true` refuses to run at all rather than
+//!   run unlocked without saying so.
 
 pub mod backend;
 pub mod code;
