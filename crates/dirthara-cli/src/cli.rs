@@ -11,9 +11,11 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
     about = "Database schema migrations that stay correct when two deploys collide",
     long_about = "Database schema migrations that stay correct when two deploys collide.\n\n\
                   Every command that changes the database takes the lock `dirthara:migrations` on \
-                  the history connection before reading the history; a second runner waits for it \
-                  (PostgreSQL, MySQL/MariaDB) and then finds nothing left to do. SQLite has no lock: \
-                  runs there need --no-lock.",
+                  the history connection before reading the history. On PostgreSQL and MySQL/MariaDB \
+                  it is a session lock: a second runner waits for it, then finds nothing left to do. \
+                  On MongoDB (and with --locking lease anywhere) it is a lease: a second runner fails \
+                  at once with MIGRATION_LOCK_HELD unless --lock-wait is given. SQLite has no session \
+                  lock: use --locking lease, or --no-lock when a single runner is guaranteed.",
     propagate_version = true
 )]
 pub struct Cli {
@@ -25,7 +27,8 @@ pub struct Cli {
 
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
-    /// Database URL of the `default` connection (postgres://, mysql://, mariadb://, sqlite:)
+    /// Database URL of the `default` connection (postgres://, mysql://, mariadb://, sqlite:,
+    /// mongodb://, mongodb+srv://)
     #[arg(
         short = 'd',
         long,
@@ -52,7 +55,7 @@ pub struct GlobalArgs {
     pub locking: Option<LockingArg>,
 
     /// How long to wait for a lock another runner holds: 0, a duration (30s, 5m), or forever
-    /// [default: forever for session locks]
+    /// [default: forever for session locks, 0 for leases]
     #[arg(long, value_name = "WAIT", global = true, value_parser = parse_lock_wait)]
     pub lock_wait: Option<dirthara::LockWait>,
 
@@ -77,7 +80,7 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Human, global = true)]
     pub output: OutputFormat,
 
-    /// Print only errors and results
+    /// Print nothing but errors (and the output of status, preview and unlock)
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 

@@ -277,6 +277,9 @@ impl Renderer {
             OutputFormat::Ndjson => return self.ndjson_result(report),
             OutputFormat::Human => {}
         }
+        if self.quiet {
+            return;
+        }
         for step in &report.recorded {
             let what = match (report.operation.as_str(), step.direction) {
                 ("resolve", Direction::Down) => "recorded as rolled back",
@@ -314,9 +317,7 @@ impl Renderer {
                 format!("{text}.")
             }
         };
-        if !self.quiet {
-            stdout_line(&summary);
-        }
+        stdout_line(&summary);
     }
 
     pub fn preview(&self, preview: &Preview) {
@@ -328,6 +329,9 @@ impl Renderer {
         stderr_line(
             "note: this preview took no lock; another runner may change the database before you act on it",
         );
+        for warning in &preview.warnings {
+            stderr_line(&warning_line(warning));
+        }
         if preview.drop_all {
             stdout_line(
                 "-- drop every table, view and sequence of the history connection's database",
@@ -439,7 +443,10 @@ impl Renderer {
                     stdout_line(&format!("created {p}"));
                 }
             }
-            _ => stdout_line(&serde_json::json!({ "created": paths }).to_string()),
+            OutputFormat::Json => stdout_line(&serde_json::json!({ "created": paths }).to_string()),
+            OutputFormat::Ndjson => {
+                stdout_line(&serde_json::json!({ "event": "result", "created": paths }).to_string())
+            }
         }
     }
 

@@ -1934,3 +1934,78 @@ fn the_sqlite_file_reader_sees_many_tables_and_not_dropped_ones() {
     assert!(!tables.contains(&"t_250".to_string()));
     assert!(common::sqlite_tables(&p.join("nope.db")).is_empty());
 }
+
+#[test]
+fn a_migration_on_a_connection_without_a_url_is_refused_before_anything_runs() {
+    // Regression: the `running` marker used to be written before the connection was opened,
+    // leaving a dirty record behind.
+    let p = Project::new();
+    p.table_migration(1, "create_a", "a");
+    p.write(
+        "migrations/2_facts.sql",
+        "-- dirthara:connection analytics\nCREATE TABLE facts (id INT);\n",
+    );
+    p.unlocked(DB, &["migrate"])
+        .error("INVALID_MIGRATION")
+        .stderr_has("2_facts.sql")
+        .stderr_has("connection `analytics` has no URL");
+    assert!(!p.path().join(DB).exists(), "nothing was touched");
+}
+
+#[test]
+fn dirthara_strict_accepts_any_case_and_refuses_nonsense() {
+    let p = Project::new();
+    p.table_migration(1, "create_a", "a");
+    p.table_migration(3, "create_c", "c");
+    p.unlocked(DB, &["migrate"]).success();
+    p.table_migration(2, "create_b", "b");
+    let strict = |value: &str| {
+        run_command(p.cmd().env("DIRTHARA_STRICT", value).args([
+            "-d",
+            &format!("sqlite:{DB}"),
+            "--no-lock",
+            "migrate",
+        ]))
+    };
+    strict("TRUE").error("OUT_OF_ORDER");
+    strict("maybe")
+        .error("CONFIG_ERROR")
+        .stderr_has("DIRTHARA_STRICT");
+}
+
+#[test]
+fn accepting_an_unchanged_checksum_records_nothing() {
+    let p = Project::new();
+    three(&p);
+    p.unlocked(DB, &["migrate"]).success();
+    let run = p.unlocked(
+        DB,
+        &["resolve", "2", "--accept-checksum", "--output", "json"],
+    );
+    run.success();
+    assert_eq!(
+        run.json()["recorded"],
+        serde_json::Value::Null,
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn ndjson_events_carry_durations_in_milliseconds() {
+    let p = Project::new();
+    three(&p);
+    let run = p.unlocked(DB, &["migrate", "--output", "ndjson"]);
+    run.success();
+    let finished: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["event"] == "migration_finished")
+        .collect();
+    assert_eq!(finished.len(), 3);
+    assert!(
+        finished.iter().all(|e| e["duration_ms"].is_u64()),
+        "{finished:?}"
+    );
+}

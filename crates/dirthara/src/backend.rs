@@ -252,7 +252,7 @@ impl Connector for UrlConnector {
                 Err(failure) => failure,
             };
             let elapsed = started.elapsed();
-            if !failure.transient || elapsed + backoff > request.connect_timeout {
+            if !failure.transient || elapsed >= request.connect_timeout {
                 let waited = if failure.transient && !elapsed.is_zero() {
                     format!(
                         " (gave up after {:.1}s; raise --connect-timeout to wait longer)",
@@ -278,7 +278,9 @@ impl Connector for UrlConnector {
                 });
                 announced = elapsed + Duration::from_secs(5);
             }
-            tokio::time::sleep(jittered(backoff)).await;
+            // Sleep, but never past the deadline: the last attempt is made at the deadline.
+            let remaining = request.connect_timeout.saturating_sub(started.elapsed());
+            tokio::time::sleep(jittered(backoff).min(remaining)).await;
             backoff = (backoff * 2).min(Duration::from_secs(2));
         }
     }

@@ -250,7 +250,11 @@ impl Config {
                 "DIRTHARA_HISTORY_TABLE" => self.history_table = value,
                 "DIRTHARA_HISTORY_CONNECTION" => self.history_connection = value,
                 "DIRTHARA_STRICT" => {
-                    self.strict = matches!(value.as_str(), "1" | "true" | "yes" | "on")
+                    self.strict = match value.trim().to_ascii_lowercase().as_str() {
+                        "1" | "true" | "yes" | "on" => true,
+                        "0" | "false" | "no" | "off" | "" => false,
+                        _ => return Err(bad("expected true or false")),
+                    }
                 }
                 _ => {
                     if let Some(name) = key.strip_prefix("DIRTHARA_CONNECTION_") {

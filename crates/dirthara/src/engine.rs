@@ -174,6 +174,20 @@ impl Migrator {
         Ok(migrations)
     }
 
+    /// Every connection a migration names must have a URL: refuse before anything runs,
+    /// rather than stop half-way.
+    fn check_connections(&self, migrations: &[Migration]) -> Result<()> {
+        for migration in migrations {
+            if migration.connection == self.config.history_connection {
+                continue; // checked with the rest of the configuration
+            }
+            self.config
+                .connection_url(&migration.connection)
+                .map_err(|e| Error::invalid(&migration.origin, e.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// A JSON command migration cannot run on a SQL database, nor SQL on MongoDB: refuse
     /// before any database is touched.
     fn check_formats(&self, migrations: &[Migration]) -> Result<()> {
@@ -322,6 +336,8 @@ impl Migrator {
     /// Runs any planned command under the lock.
     pub async fn run(&self, command: Command) -> Result<RunReport> {
         let available = self.load()?;
+        self.config.validate()?;
+        self.check_connections(&available)?;
         let mut session = self.open_session(command.name()).await?;
         let mut report = RunReport {
             operation: command.name().to_string(),

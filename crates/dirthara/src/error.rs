@@ -275,7 +275,11 @@ impl fmt::Display for Error {
                     "lock `{lock}` on connection `{connection}` was lost during the run"
                 )?;
                 if let Some((version, name)) = next {
-                    write!(f, "; stopped before migration {version} ({name})")?;
+                    write!(
+                        f,
+                        "; stopped before migration {version} ({name}) was applied, leaving it and \
+                         everything after it undone"
+                    )?;
                 }
                 write!(
                     f,
@@ -329,8 +333,9 @@ impl fmt::Display for Error {
             }
             ErrorKind::Dirty { version, name } => write!(
                 f,
-                "migration {version} ({name}) was left half-applied by a run that died inside it \
-                 (it could not run in a transaction). Check the database by hand, then run \
+                "migration {version} ({name}) was started by an earlier run that did not finish it \
+                 (it failed or died inside a step that could not run in a transaction), so it may \
+                 be half-applied. Check the database by hand, then run \
                  `dirthara resolve {version} --applied` if its changes are in place or \
                  `dirthara resolve {version} --rolled-back` if they are not"
             ),

@@ -107,13 +107,13 @@ pub enum Event {
         lock: String,
         connection: String,
         holder: Option<LockHolder>,
-        #[serde(serialize_with = "serialize_ms")]
+        #[serde(rename = "waited_ms", serialize_with = "serialize_ms")]
         waited: Duration,
     },
     LockAcquired {
         lock: String,
         connection: String,
-        #[serde(serialize_with = "serialize_ms")]
+        #[serde(rename = "waited_ms", serialize_with = "serialize_ms")]
         waited: Duration,
     },
     LockReleased {
@@ -140,7 +140,7 @@ pub enum Event {
         version: i64,
         name: String,
         direction: Direction,
-        #[serde(serialize_with = "serialize_ms")]
+        #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
         duration: Duration,
     },
     Warning(Warning),

@@ -39,12 +39,14 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         })?;
     options.app_name = Some(session_label(&request.operation));
     // Fail each attempt quickly; the connector retries up to --connect-timeout.
-    options.server_selection_timeout = Some(Duration::from_secs(2));
-    options.connect_timeout = Some(Duration::from_secs(2));
+    let attempt = request
+        .connect_timeout
+        .clamp(Duration::from_millis(200), Duration::from_secs(2));
+    options.server_selection_timeout = Some(attempt);
+    options.connect_timeout = Some(attempt);
     let Some(database) = options.default_database.clone() else {
         return Err(ConnectFailure {
-            message: "the URL names no database; add it as the path, e.g. mongodb://host/app"
-                .into(),
+            message: "no database name in the URL's path (write it as mongodb://host/app)".into(),
             transient: false,
         });
     };
@@ -297,10 +299,15 @@ fn parse_record(document: &Document) -> Option<AppliedMigration> {
         checksum: document.get_str("checksum").ok()?.to_string(),
         batch: int("batch")?,
         state: RecordState::parse(document.get_str("state").ok()?)?,
+        // Whole seconds, like the SQL backends: `...:05Z`, not `...:05.123Z`.
         applied_at: document
             .get_datetime("appliedAt")
             .ok()
             .and_then(|d| d.try_to_rfc3339_string().ok())
+            .map(|text| match text.split_once('.') {
+                Some((seconds, _)) => format!("{seconds}Z"),
+                None => text,
+            })
             .unwrap_or_default(),
         duration_ms: int("durationMs").unwrap_or(0),
         applied_by: document

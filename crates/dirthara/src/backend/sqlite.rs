@@ -54,7 +54,14 @@ impl SqlDriver for SqliteDriver {
     }
 
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
-        let conn = self.options.connect().await?;
+        // The sibling holds the lease: when another process is writing, an acquire attempt
+        // should report "held" at once (SQLITE_BUSY), not wait out the 5 s busy timeout.
+        let conn = self
+            .options
+            .clone()
+            .busy_timeout(Duration::from_millis(200))
+            .connect()
+            .await?;
         Ok(Box::new(SqliteDriver {
             conn,
             options: self.options.clone(),

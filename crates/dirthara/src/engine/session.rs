@@ -247,6 +247,11 @@ impl Session<'_> {
                     state: RecordState::Running,
                 },
             };
+            // Open the step's own connection before marking anything: a connection that cannot
+            // be reached must not leave a `running` record behind.
+            if !on_history {
+                self.other_connection(&migration.connection).await?;
+            }
             self.history.record(table, &marker).await?;
             let (outcome, transactional_ddl) = if on_history {
                 let outcome = match &code {
@@ -413,6 +418,10 @@ impl Session<'_> {
                         version,
                         name: record.name.clone(),
                     }));
+                }
+                if migration.checksum == record.checksum {
+                    // Nothing to accept: the file matches what was applied.
+                    return Ok(());
                 }
                 HistoryChange::SetChecksum {
                     version,

@@ -284,9 +284,10 @@ impl LeaseGuard {
             Ok(false) => Some(Warning {
                 code: Code::LockLeaseExpired,
                 message: format!(
-                    "our lease on `{LOCK_NAME}` had expired before the run ended, so another runner \
-                     may have taken the lock; it was left untouched. Raise --lock-ttl if migrations \
-                     run longer than the lease"
+                    "our lease on `{LOCK_NAME}` was no longer ours when the run ended (it expired, \
+                     or someone ran `dirthara unlock --force`), so another runner may hold the lock \
+                     now; it was left untouched. If migrations run longer than the lease, raise \
+                     --lock-ttl"
                 ),
             }),
             Err(error) => Some(Warning {
