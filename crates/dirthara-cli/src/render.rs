@@ -30,7 +30,7 @@ fn stderr_line(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
-/// Colour only on a terminal, and never when `NO_COLOR` is set (https://no-color.org).
+/// Colour only on a terminal, and never when `NO_COLOR` is set (<https://no-color.org>).
 pub fn colour_stderr() -> bool {
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

@@ -146,6 +146,19 @@ impl Config {
 
     /// Reads a `dirthara.toml` over these settings. Relative directories are taken from the
     /// file's own directory, so the file means the same wherever the command is run from.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("dirthara.toml");
+    /// std::fs::write(&file, "directories = [\"db\"]\nlocking = \"lease\"\n").unwrap();
+    /// let mut config = dirthara::Config::default();
+    /// config.merge_file(&file)?;
+    /// assert_eq!(config.directories, vec![dir.path().join("db")]);
+    /// assert_eq!(config.locking, dirthara::Locking::Lease);
+    /// # Ok::<(), dirthara::Error>(())
+    /// ```
     pub fn merge_file(&mut self, path: &Path) -> Result<()> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::config(format!("cannot read config file {}: {e}", path.display()))
@@ -211,6 +224,19 @@ impl Config {
     ///
     /// `DIRTHARA_DIRECTORIES` is a comma-separated list; `DIRTHARA_CONNECTION_<NAME>` sets a
     /// named connection's URL (name lower-cased).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut config = dirthara::Config::default();
+    /// // In an application: `config.merge_env(std::env::vars())?`.
+    /// config.merge_env([
+    ///     ("DATABASE_URL".to_string(), "postgres://app@db/app".to_string()),
+    ///     ("DIRTHARA_CONNECTION_ANALYTICS".to_string(), "postgres://app@warehouse/facts".to_string()),
+    /// ])?;
+    /// assert_eq!(config.connection_url("analytics")?, "postgres://app@warehouse/facts");
+    /// # Ok::<(), dirthara::Error>(())
+    /// ```
     pub fn merge_env(&mut self, vars: impl IntoIterator<Item = (String, String)>) -> Result<()> {
         for (key, value) in vars {
             let bad =

@@ -96,6 +96,28 @@ impl Plan<'_> {
 /// migration whose file is missing or changed, a target version nobody knows, a reversal
 /// of a migration without a down step, and (with `strict`) out-of-order pending migrations.
 /// `fresh` ignores the history, which it is about to drop.
+///
+/// # Examples
+///
+/// ```
+/// use dirthara::plan::{plan, Command, PlanOptions, RollbackScope};
+/// use dirthara::{Direction, Migration};
+///
+/// let available = vec![
+///     Migration::new(1, "users", "CREATE TABLE users (id INT)").with_down("DROP TABLE users"),
+///     Migration::new(2, "posts", "CREATE TABLE posts (id INT)").with_down("DROP TABLE posts"),
+/// ];
+/// // Nothing applied yet: migrate plans both, as batch 1.
+/// let planned = plan(&available, &[], Command::Migrate, PlanOptions::default())?;
+/// assert_eq!(planned.batch, 1);
+/// assert_eq!(planned.steps.len(), 2);
+/// assert_eq!(planned.steps[0].direction, Direction::Up);
+/// // Refusals come before anything runs: there is no version 9.
+/// let refused = plan(&available, &[], Command::MigrateTo(9), PlanOptions::default());
+/// assert_eq!(refused.unwrap_err().code(), dirthara::Code::UnknownVersion);
+/// # let _ = RollbackScope::All;
+/// # Ok::<(), dirthara::Error>(())
+/// ```
 pub fn plan<'a>(
     available: &'a [Migration],
     applied: &[AppliedMigration],

@@ -12,6 +12,22 @@ use crate::migration::Migration;
 
 /// Loads every migration in `directories`, in order, and validates the set as a whole;
 /// nothing touches a database.
+///
+/// # Examples
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+/// std::fs::write(dir.path().join("README.md"), "ignored").unwrap();
+/// let migrations = dirthara::source::load_directories(&[dir.path().to_path_buf()])?;
+/// assert_eq!((migrations[0].version, migrations[0].name.as_str()), (1, "users"));
+///
+/// std::fs::write(dir.path().join("users.sql"), "SELECT 1").unwrap();
+/// let err = dirthara::source::load_directories(&[dir.path().to_path_buf()]).unwrap_err();
+/// assert_eq!(err.code(), dirthara::Code::InvalidMigration);
+/// assert!(err.to_string().contains("users.sql"));
+/// # Ok::<(), dirthara::Error>(())
+/// ```
 pub fn load_directories(directories: &[PathBuf]) -> Result<Vec<Migration>> {
     dirthara_source::files::load_directories(directories).map_err(Error::from)
 }
