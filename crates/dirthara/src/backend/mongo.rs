@@ -250,12 +250,8 @@ impl MongoBackend {
         }
     }
 
-    /// Runs the commands (and a history change) in one transaction on a replica set.
-    async fn in_transaction(
-        &self,
-        documents: Vec<Document>,
-        record: Option<(&str, HistoryChange)>,
-    ) -> std::result::Result<(), String> {
+    /// A session with a transaction started (replica sets only).
+    async fn begin(&self) -> std::result::Result<ClientSession, String> {
         let mut session = self
             .client
             .start_session()
@@ -267,6 +263,16 @@ impl MongoBackend {
                 mongo_message(&e)
             )
         })?;
+        Ok(session)
+    }
+
+    /// Runs the commands (and a history change) in one transaction on a replica set.
+    async fn in_transaction(
+        &self,
+        documents: Vec<Document>,
+        record: Option<(&str, HistoryChange)>,
+    ) -> std::result::Result<(), String> {
+        let mut session = self.begin().await?;
         let mut result = self.run_commands(documents, Some(&mut session)).await;
         if let (Ok(()), Some((table, change))) = (&result, &record) {
             result = self
@@ -274,15 +280,23 @@ impl MongoBackend {
                 .await
                 .map_err(|e| format!("history record: {}", mongo_message(&e)));
         }
-        match result {
-            Ok(()) => session
-                .commit_transaction()
-                .await
-                .map_err(|e| mongo_message(&e)),
-            Err(message) => {
-                let _ = session.abort_transaction().await;
-                Err(message)
-            }
+        end(session, result).await
+    }
+}
+
+/// Commits what succeeded, aborts what did not; the step's own error wins.
+async fn end(
+    mut session: ClientSession,
+    result: std::result::Result<(), String>,
+) -> std::result::Result<(), String> {
+    match result {
+        Ok(()) => session
+            .commit_transaction()
+            .await
+            .map_err(|e| mongo_message(&e)),
+        Err(message) => {
+            let _ = session.abort_transaction().await;
+            Err(message)
         }
     }
 }
@@ -444,17 +458,7 @@ impl Backend for MongoBackend {
             };
             return step(code, direction, conn).await;
         }
-        let mut session = self
-            .client
-            .start_session()
-            .await
-            .map_err(|e| mongo_message(&e))?;
-        session.start_transaction().await.map_err(|e| {
-            format!(
-                "cannot start a transaction (a replica set is required): {}",
-                mongo_message(&e)
-            )
-        })?;
+        let mut session = self.begin().await?;
         let started = std::time::Instant::now();
         let conn = Connection::Mongo {
             db: &self.db,
@@ -471,16 +475,7 @@ impl Backend for MongoBackend {
                 .await
                 .map_err(|e| format!("history record: {}", mongo_message(&e)));
         }
-        match result {
-            Ok(()) => session
-                .commit_transaction()
-                .await
-                .map_err(|e| mongo_message(&e)),
-            Err(message) => {
-                let _ = session.abort_transaction().await;
-                Err(message)
-            }
-        }
+        end(session, result).await
     }
 
     async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()> {
