@@ -2,27 +2,16 @@
 
 mod servers;
 
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use servers::{applied_versions, dirthara, text, Migrations, Server, TestDb};
+use servers::{
+    applied_versions, dirthara, spawn, text, wait_with_watchdog, Migrations, Server, TestDb,
+};
 
-fn spawn(mut cmd: std::process::Command) -> Child {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
+/// The lease tests never wait long; a hang is a bug.
 fn finish(child: Child) -> Output {
-    // The lease tests never wait long; a hang is a bug.
-    let started = Instant::now();
-    let mut child = child;
-    while child.try_wait().unwrap().is_none() {
-        assert!(started.elapsed() < Duration::from_secs(90), "runner hung");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    wait_with_watchdog(child, Duration::from_secs(90))
 }
 
 /// Where the lease tests run: a SQLite file or a server database.
@@ -430,6 +419,18 @@ impl MongoWithSlowStep {
         }
     }
 
+    /// Waits until the runner is inside migration 1 (its `running` record is written).
+    async fn wait_until_running(&self) {
+        let started = Instant::now();
+        while self.mongo.history().await != vec![(1, 1, "running".to_string())] {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "never started the slow step"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     async fn lock_documents(&self) -> Vec<mongodb::bson::Document> {
         use mongodb::bson::{doc, Document};
         let mut cursor = self
@@ -456,14 +457,7 @@ async fn a_killed_mongodb_runner_blocks_the_next_only_until_its_lease_lapses() {
     let mut victim = spawn(setup.dirthara(&["migrate", "--lock-ttl", "3s"]));
     setup.wait_until_held();
     // Kill it inside the slow step: once its `running` record is written.
-    let started = Instant::now();
-    while setup.mongo.history().await != vec![(1, 1, "running".to_string())] {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "never started the slow step"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    setup.wait_until_running().await;
     let killed_at = Instant::now();
     victim.kill().unwrap();
     victim.wait().unwrap();
@@ -514,14 +508,7 @@ async fn a_mongodb_runner_that_lost_its_lease_stops_and_spares_the_new_holder() 
     let first = spawn(setup.dirthara(&["migrate"]));
     setup.wait_until_held();
     // Take the lease away while it is inside migration 1.
-    let started = Instant::now();
-    while setup.mongo.history().await != vec![(1, 1, "running".to_string())] {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "never started the slow step"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    setup.wait_until_running().await;
     let out = setup.dirthara(&["unlock", "--force"]).output().unwrap();
     assert!(
         text(&out).0.contains("deleted the lease held by"),

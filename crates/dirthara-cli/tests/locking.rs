@@ -3,36 +3,12 @@
 
 mod servers;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-use servers::{applied_versions, dirthara, text, Migrations, Server, TestDb};
-
-fn spawn(mut cmd: Command) -> Child {
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Waits for a child, killing it (and failing) if it runs past `limit`: a deadlock watchdog.
-fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
-    let started = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let output = child.wait_with_output().unwrap();
-            panic!(
-                "runner still running after {limit:?} (deadlock?): {:?}",
-                text(&output)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use servers::{
+    applied_versions, dirthara, spawn, text, wait_with_watchdog, Migrations, Server, TestDb,
+};
 
 /// Polls `dirthara unlock` until the lock is held (or panics after 20 s).
 fn wait_until_held(db: &TestDb, dir: &std::path::Path) {

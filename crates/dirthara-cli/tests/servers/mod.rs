@@ -4,7 +4,8 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor, MySqlConnection, PgConnection, Row};
 
@@ -393,4 +394,31 @@ pub fn applied_versions(output: &Output) -> Vec<i64> {
         .iter()
         .map(|s| s["version"].as_i64().unwrap())
         .collect()
+}
+
+/// Starts a runner with its output captured.
+pub fn spawn(mut cmd: Command) -> Child {
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a child, killing it (and failing) if it runs past `limit`: a deadlock watchdog.
+pub fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
+    let started = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "runner still running after {limit:?} (deadlock?): {:?}",
+                text(&output)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
