@@ -95,6 +95,50 @@ impl HistoryChange {
     }
 }
 
+/// Refuses a history written by a newer dirthara: an older build must not misread or write it.
+#[cfg_attr(
+    not(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "mongodb"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn check_layout(connection: &str, table: &str, layout: i64) -> crate::Result<()> {
+    if layout > HISTORY_LAYOUT_VERSION {
+        return Err(crate::Error::history(
+            connection,
+            format!(
+                "`{table}` was written by a newer dirthara (history layout {layout}; this build \
+                 understands up to {HISTORY_LAYOUT_VERSION}). Upgrade dirthara: an older build \
+                 must not write to it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A table/collection with the history's name that dirthara did not create (no `_meta`).
+#[cfg_attr(
+    not(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "mongodb"
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn foreign_history(connection: &str, table: &str) -> crate::Error {
+    crate::Error::history(
+        connection,
+        format!(
+            "`{table}` exists but was not created by dirthara (there is no `{table}_meta`); \
+             choose another name with --history-table / `history_table`"
+        ),
+    )
+}
+
 /// Identifies this runner in the history and in lock diagnostics: `host:pid dirthara/x.y.z`.
 pub fn runner_identity() -> String {
     format!(

@@ -16,7 +16,10 @@ use mongodb::{Client, ClientSession, Collection, Database};
 use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest};
 use crate::code::{Connection, RustMigration};
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
+use crate::history::{
+    check_layout, foreign_history, AppliedMigration, HistoryChange, RecordState,
+    HISTORY_LAYOUT_VERSION,
+};
 use crate::lock::lease::LeaseStore;
 use crate::migration::Direction;
 use crate::source::parse_commands;
@@ -351,10 +354,7 @@ impl Backend for MongoBackend {
             return Ok(None);
         }
         if !meta {
-            return Err(Error::history(
-                &self.connection,
-                format!("a collection named `{table}` exists but was not created by dirthara; choose another --history-table"),
-            ));
+            return Err(foreign_history(&self.connection, table));
         }
         let mut cursor = self
             .history(table)
@@ -378,10 +378,7 @@ impl Backend for MongoBackend {
     async fn prepare_history(&mut self, table: &str) -> Result<()> {
         let (history, meta) = self.existing(table).await?;
         if history && !meta {
-            return Err(Error::history(
-                &self.connection,
-                format!("a collection named `{table}` exists but was not created by dirthara; choose another --history-table"),
-            ));
+            return Err(foreign_history(&self.connection, table));
         }
         if meta {
             let layout = self.layout_version(table).await?;
@@ -515,17 +512,4 @@ impl Backend for MongoBackend {
     async fn close(self: Box<Self>) {
         self.client.shutdown().await;
     }
-}
-
-fn check_layout(connection: &str, table: &str, layout: i64) -> Result<()> {
-    if layout > HISTORY_LAYOUT_VERSION {
-        return Err(Error::history(
-            connection,
-            format!(
-                "`{table}` was written by a newer dirthara (history layout {layout}; this build \
-                 understands up to {HISTORY_LAYOUT_VERSION}). Upgrade dirthara"
-            ),
-        ));
-    }
-    Ok(())
 }

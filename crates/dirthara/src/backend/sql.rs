@@ -13,7 +13,10 @@ use crate::migration::Direction;
 
 mod lease;
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
+use crate::history::{
+    check_layout, foreign_history, AppliedMigration, HistoryChange, RecordState,
+    HISTORY_LAYOUT_VERSION,
+};
 
 /// The SQL flavour of a backend. (A variant is only constructed when its backend's feature
 /// is enabled.)
@@ -419,20 +422,6 @@ impl<D: SqlDriver> SqlBackend<D> {
         })
     }
 
-    fn check_layout(&self, table: &str, layout: i64) -> Result<()> {
-        if layout > HISTORY_LAYOUT_VERSION {
-            return Err(Error::history(
-                &self.connection,
-                format!(
-                    "`{table}` was written by a newer dirthara (history layout {layout}; this build \
-                     understands up to {HISTORY_LAYOUT_VERSION}). Upgrade dirthara: an older build \
-                     must not write to it"
-                ),
-            ));
-        }
-        Ok(())
-    }
-
     async fn select_history(&mut self, table: &str) -> Result<Vec<AppliedMigration>> {
         let sql = self.driver.dialect().select_history_sql(table);
         let rows = self
@@ -481,13 +470,13 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         let (history, meta) = self.existing(table).await?;
         if meta {
             let layout = self.layout_version(table).await?;
-            self.check_layout(table, layout)?;
+            check_layout(&self.connection, table, layout)?;
         }
         if !history {
             return Ok(None);
         }
         if !meta {
-            return Err(foreign_table(&self.connection, table));
+            return Err(foreign_history(&self.connection, table));
         }
         self.select_history(table).await.map(Some)
     }
@@ -496,10 +485,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         let (history, meta) = self.existing(table).await?;
         let dialect = self.driver.dialect();
         match (history, meta) {
-            (true, false) => return Err(foreign_table(&self.connection, table)),
+            (true, false) => return Err(foreign_history(&self.connection, table)),
             (_, true) => {
                 let layout = self.layout_version(table).await?;
-                self.check_layout(table, layout)?;
+                check_layout(&self.connection, table, layout)?;
                 // Layout 1 is the first; later layouts add their in-place upgrades here.
             }
             (false, false) => {
@@ -649,16 +638,6 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     async fn close(self: Box<Self>) {
         Box::new(self.driver).close().await
     }
-}
-
-fn foreign_table(connection: &str, table: &str) -> Error {
-    Error::history(
-        connection,
-        format!(
-            "a table named `{table}` exists but was not created by dirthara (there is no \
-             `{table}_meta`); choose another name with --history-table / `history_table`"
-        ),
-    )
 }
 
 #[cfg(test)]
