@@ -167,25 +167,13 @@ async fn killed_holder(server: Option<Server>, sleep_sql: &str) {
         &["migrate", "--locking", "lease", "--lock-ttl", "3s"],
     ));
     // Wait until the lease is taken.
-    let started = Instant::now();
-    loop {
-        let out = dirthara(
+    servers::wait_until_held(|| {
+        dirthara(
             &url,
             m.path(),
             &["unlock", "--locking", "lease", "--output", "json"],
         )
-        .output()
-        .unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if doc["state"] == "held" {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "never took the lease"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    });
     let killed_at = Instant::now();
     victim.kill().unwrap();
     victim.wait().unwrap();
@@ -400,23 +388,7 @@ impl MongoWithSlowStep {
     }
 
     fn wait_until_held(&self) {
-        let started = Instant::now();
-        loop {
-            let out = self
-                .dirthara(&["unlock", "--output", "json"])
-                .output()
-                .unwrap();
-            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-            if doc["state"] == "held" {
-                return;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(20),
-                "never took the lease: {:?}",
-                text(&out)
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        servers::wait_until_held(|| self.dirthara(&["unlock", "--output", "json"]));
     }
 
     /// Waits until the runner is inside migration 1 (its `running` record is written).

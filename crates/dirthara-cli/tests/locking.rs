@@ -11,19 +11,9 @@ use servers::{
 };
 
 /// Polls `dirthara unlock` until the lock is held (or panics after 20 s).
+/// Waits until a runner holds the session lock of `db`.
 fn wait_until_held(db: &TestDb, dir: &std::path::Path) {
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(20) {
-        let out = dirthara(&db.url, dir, &["unlock", "--output", "json"])
-            .output()
-            .unwrap();
-        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        if doc["state"] == "held" {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("the first runner never took the lock");
+    servers::wait_until_held(|| dirthara(&db.url, dir, &["unlock", "--output", "json"]));
 }
 
 async fn contention(server: Server, rounds: usize) {

@@ -422,3 +422,22 @@ pub fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Polls `unlock --output json` (built by `unlock`) until it reports the lock held; panics
+/// after 20 s.
+pub fn wait_until_held(mut unlock: impl FnMut() -> Command) {
+    let started = Instant::now();
+    loop {
+        let out = unlock().output().unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        if doc["state"] == "held" {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the first runner never took the lock: {:?}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
