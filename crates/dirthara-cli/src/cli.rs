@@ -72,6 +72,12 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "NAME", global = true)]
     pub history_table: Option<String>,
 
+    /// SQL run on every session opened on the `default` connection, before the lock (e.g.
+    /// "SET lock_timeout = '5s'"); other connections: `[init_sql]` in dirthara.toml or
+    /// DIRTHARA_INIT_SQL_<NAME>
+    #[arg(long, value_name = "SQL", global = true)]
+    pub init_sql: Option<String>,
+
     /// Refuse pending migrations older than the newest applied one instead of warning
     #[arg(long, global = true)]
     pub strict: bool,

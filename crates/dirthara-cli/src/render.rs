@@ -478,6 +478,14 @@ impl Renderer {
             ));
         }
         stderr_line(&text);
+        // Programs get the same facts as fields: one document, in place of the result.
+        match self.format {
+            OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
+            OutputFormat::Ndjson => {
+                stdout_line(&serde_json::json!({ "event": "error", "error": error }).to_string())
+            }
+            OutputFormat::Human => {}
+        }
     }
 }
 

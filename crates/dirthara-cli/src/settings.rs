@@ -51,6 +51,12 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     if let Some(table) = &args.history_table {
         config.history_table = table.clone();
     }
+    if let Some(init_sql) = &args.init_sql {
+        config.init_sql.insert(
+            dirthara::migration::DEFAULT_CONNECTION.to_string(),
+            init_sql.clone(),
+        );
+    }
     config.strict |= args.strict;
     Ok(config)
 }

@@ -89,10 +89,11 @@ async fn contention(server: Option<Server>) {
             },
             Some(1) => {
                 assert!(stderr.contains("Error [MIGRATION_LOCK_HELD]"), "{stderr}");
-                assert!(
-                    stdout.is_empty(),
-                    "a refused runner prints no result: {stdout}"
-                );
+                // A refused runner's one JSON document is the error, never a partial result.
+                let doc: serde_json::Value =
+                    serde_json::from_str(&stdout).expect("one JSON document");
+                assert_eq!(doc["error"]["code"], "MIGRATION_LOCK_HELD", "{stdout}");
+                assert!(doc.get("applied").is_none(), "{stdout}");
             }
             other => panic!("exit {other:?}: {stderr}"),
         }

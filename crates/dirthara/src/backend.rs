@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use crate::code::RustMigration;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{DatabaseError, Error, ErrorKind, Result};
 use crate::events::{Event, EventSink, LockHolder};
 use crate::history::{AppliedMigration, HistoryChange};
 use crate::lock::lease::LeaseStore;
@@ -109,13 +109,10 @@ pub trait Backend: Send {
     /// Whether a step and its history change can commit in one transaction here.
     fn transactional_ddl(&self) -> bool;
 
-    /// Runs a step, in a transaction of its own if `transactional`; `Err` carries the
-    /// database's message.
-    async fn run_step(
-        &mut self,
-        text: &str,
-        transactional: bool,
-    ) -> std::result::Result<(), String>;
+    /// Runs a step, in a transaction of its own if `transactional`. After a failure the
+    /// session is clean again (any transaction block the step left open is rolled back), so
+    /// the next statement dirthara sends is not refused because of the step.
+    async fn run_step(&mut self, text: &str, transactional: bool) -> Result<(), StepFailure>;
 
     /// Runs a step and a history change so that both commit or neither does.
     async fn run_step_recorded(
@@ -123,7 +120,7 @@ pub trait Backend: Send {
         text: &str,
         table: &str,
         change: &HistoryChange,
-    ) -> std::result::Result<(), String>;
+    ) -> Result<(), StepFailure>;
 
     /// Runs a Rust migration's step on this connection, in a transaction of its own if
     /// `transactional`, together with `record` (a history change in `table`) when given.
@@ -133,11 +130,11 @@ pub trait Backend: Send {
         _direction: Direction,
         _transactional: bool,
         _record: Option<(&str, &HistoryChange)>,
-    ) -> std::result::Result<(), String> {
-        Err(format!(
+    ) -> Result<(), StepFailure> {
+        Err(StepFailure::refused(format!(
             "{} connections cannot run Rust migrations",
             self.kind().name()
-        ))
+        )))
     }
 
     /// Applies a history change on its own.
@@ -162,6 +159,34 @@ pub trait Backend: Send {
 
     /// Closes the connection (releasing any session state).
     async fn close(self: Box<Self>);
+}
+
+/// A step that failed, as the backend saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StepFailure {
+    pub error: DatabaseError,
+    /// The step was refused before it could change anything (e.g. a MongoDB command answering
+    /// `ok: 0` as the first of its migration), so no `running` marker needs to stay behind.
+    pub nothing_changed: bool,
+}
+
+impl StepFailure {
+    /// A failure where the step may have changed something.
+    pub fn new(error: DatabaseError) -> Self {
+        StepFailure {
+            error,
+            nothing_changed: false,
+        }
+    }
+
+    /// Refused before anything ran.
+    pub fn refused(message: impl Into<String>) -> Self {
+        StepFailure {
+            error: DatabaseError::from_message(message),
+            nothing_changed: true,
+        }
+    }
 }
 
 /// A named lock held by this connection's session.
@@ -213,6 +238,9 @@ pub struct ConnectRequest {
     pub connect_timeout: Duration,
     /// The command only reads: it must not create anything (e.g. a missing SQLite file).
     pub read_only: bool,
+    /// SQL run on every session opened on this connection, before anything else
+    /// (`init_sql`): `SET lock_timeout = '5s'`, `SET ROLE migrator`, ...
+    pub init_sql: Option<String>,
 }
 
 /// Opens connections. The default one dispatches on the URL scheme.
@@ -316,6 +344,23 @@ async fn connect_once(
     }
 }
 
+/// The outcome of running a connection's `init_sql`: a failure is not worth retrying, and
+/// names the statement so the user knows which setting to fix.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub(crate) fn run_init_sql(
+    outcome: std::result::Result<(), sqlx::Error>,
+    init_sql: &str,
+) -> std::result::Result<(), ConnectFailure> {
+    outcome.map_err(|error| ConnectFailure {
+        message: format!(
+            "its init_sql `{}` failed: {}",
+            init_sql.trim(),
+            database_message(&error)
+        ),
+        transient: false,
+    })
+}
+
 /// Classifies a sqlx connection error: I/O errors and "server is starting" are worth a retry.
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) fn connect_failure(error: sqlx::Error) -> ConnectFailure {
@@ -341,6 +386,71 @@ pub(crate) fn database_message(error: &sqlx::Error) -> String {
         },
         other => other.to_string(),
     }
+}
+
+/// Everything a SQL database said about a failed step. `step` is the step's text and the
+/// character offset at which it started in the text sent, so PostgreSQL's error position can
+/// be turned into the file's line and column.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub(crate) fn database_error(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
+    let sqlx::Error::Database(db) = error else {
+        return DatabaseError {
+            message: error.to_string(),
+            connection_lost: matches!(error, sqlx::Error::Io(_) | sqlx::Error::Protocol(_)),
+            ..DatabaseError::default()
+        };
+    };
+    let mut out = DatabaseError {
+        message: db.message().to_string(),
+        code: db.code().map(|c| c.into_owned()),
+        constraint: db.constraint().map(str::to_string),
+        table: db.table().map(str::to_string),
+        ..DatabaseError::default()
+    };
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        out.detail = pg.detail().map(str::to_string);
+        out.hint = pg.hint().map(str::to_string);
+        out.context = pg.r#where().map(str::to_string);
+        // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
+        // and class 08 (connection exception) end the session.
+        out.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
+        if let (Some(sqlx::postgres::PgErrorPosition::Original(position)), Some((text, start))) =
+            (pg.position(), step)
+        {
+            // 1-based character index into the whole message sent.
+            if let Some(index) = position.checked_sub(1 + start) {
+                if index <= text.chars().count() {
+                    let (line, column) = line_column(text, index);
+                    out.line = Some(line);
+                    out.column = Some(column);
+                }
+            }
+        }
+    }
+    #[cfg(feature = "mysql")]
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        out.number = Some(i64::from(my.number()));
+        // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
+        out.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
+    }
+    out
+}
+
+/// The 1-based line and column of the `index`-th character (0-based) of `text`.
+#[cfg(feature = "postgres")]
+fn line_column(text: &str, index: usize) -> (usize, usize) {
+    let mut line = 1;
+    let mut column = 1;
+    for c in text.chars().take(index) {
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    (line, column)
 }
 
 /// A URL with its password replaced, safe to print: the `user:password@` part and any

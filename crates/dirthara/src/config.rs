@@ -91,6 +91,9 @@ pub struct Config {
     pub strict: bool,
     /// How long to keep retrying a database that is not reachable yet.
     pub connect_timeout: Duration,
+    /// SQL run on every session dirthara opens on a connection, by connection name, before
+    /// the lock is taken and again whenever a session is reset between migrations.
+    pub init_sql: BTreeMap<String, String>,
 }
 
 impl Default for Config {
@@ -105,6 +108,7 @@ impl Default for Config {
             connections: BTreeMap::new(),
             strict: false,
             connect_timeout: Duration::from_secs(30),
+            init_sql: BTreeMap::new(),
         }
     }
 }
@@ -122,6 +126,7 @@ struct ConfigFile {
     connections: Option<BTreeMap<String, String>>,
     strict: Option<bool>,
     connect_timeout: Option<toml::Value>,
+    init_sql: Option<BTreeMap<String, String>>,
 }
 
 impl Config {
@@ -217,13 +222,16 @@ impl Config {
         if let Some(strict) = file.strict {
             self.strict = strict;
         }
+        if let Some(init_sql) = file.init_sql {
+            self.init_sql.extend(init_sql);
+        }
         Ok(())
     }
 
     /// Applies `DATABASE_URL` and the `DIRTHARA_*` variables, read through `lookup`.
     ///
     /// `DIRTHARA_DIRECTORIES` is a comma-separated list; `DIRTHARA_CONNECTION_<NAME>` sets a
-    /// named connection's URL (name lower-cased).
+    /// named connection's URL and `DIRTHARA_INIT_SQL_<NAME>` its `init_sql` (name lower-cased).
     ///
     /// # Examples
     ///
@@ -285,6 +293,8 @@ impl Config {
                 _ => {
                     if let Some(name) = key.strip_prefix("DIRTHARA_CONNECTION_") {
                         self.connections.insert(name.to_ascii_lowercase(), value);
+                    } else if let Some(name) = key.strip_prefix("DIRTHARA_INIT_SQL_") {
+                        self.init_sql.insert(name.to_ascii_lowercase(), value);
                     }
                 }
             }
@@ -317,6 +327,25 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         validate_table_name(&self.history_table)?;
         self.connection_url(&self.history_connection)?;
+        for (name, sql) in &self.init_sql {
+            if sql.trim().is_empty() {
+                return Err(Error::config(format!(
+                    "init_sql for connection `{name}` is empty; remove it or give it statements"
+                )));
+            }
+            let url = self.connections.get(name).ok_or_else(|| {
+                Error::config(format!(
+                    "init_sql is set for connection `{name}`, which has no URL; check the name \
+                     under [init_sql] (or DIRTHARA_INIT_SQL_{}) against [connections]",
+                    name.to_ascii_uppercase()
+                ))
+            })?;
+            if url.starts_with("mongodb") {
+                return Err(Error::config(format!(
+                    "init_sql is SQL, but connection `{name}` is MongoDB; remove it for that connection"
+                )));
+            }
+        }
         Ok(())
     }
 }

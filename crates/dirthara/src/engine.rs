@@ -609,6 +609,7 @@ impl Migrator {
             operation: operation.to_string(),
             connect_timeout: self.config.connect_timeout,
             read_only,
+            init_sql: self.config.init_sql.get(name).cloned(),
         };
         self.connector.connect(&request, &self.events).await
     }

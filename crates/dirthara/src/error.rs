@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use crate::migration::Direction;
 use crate::report::StepReport;
 
+mod database;
+pub use database::DatabaseError;
+
 /// The stable, documented code of an error or warning (`Error [CODE]: ...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -93,7 +96,8 @@ pub enum ErrorKind {
         name: String,
         direction: Direction,
         connection: String,
-        message: String,
+        /// Everything the database said.
+        error: DatabaseError,
         /// True when the history keeps a `running` record for it (the step could not be rolled back).
         left_dirty: bool,
     },
@@ -313,14 +317,25 @@ impl fmt::Display for Error {
                 name,
                 direction,
                 connection,
-                message,
+                error,
                 left_dirty,
             } => {
                 write!(
                     f,
                     "migration {version} ({name}) failed while running {direction} on connection \
-                     `{connection}`: {message}"
+                     `{connection}`: {error}"
                 )?;
+                if error.connection_lost {
+                    let fate = if *left_dirty {
+                        "it could not run in a transaction, so it may be half-applied"
+                    } else {
+                        "it ran in a transaction, which the server rolled back"
+                    };
+                    write!(
+                        f,
+                        "\nThe connection to the database was lost while the step ran: {fate}"
+                    )?;
+                }
                 if *left_dirty {
                     write!(
                         f,
@@ -383,5 +398,48 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// `{"code", "message", ...}`: the code, the message as printed, the facts a program can act
+/// on (the failed migration and everything the database said about it), any secondary
+/// failure, and the steps completed before the error.
+impl serde::Serialize for Error {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", self.code().as_str())?;
+        map.serialize_entry("message", &self.to_string())?;
+        if let ErrorKind::MigrationFailed {
+            version,
+            name,
+            direction,
+            connection,
+            error,
+            left_dirty,
+        } = &*self.kind
+        {
+            map.serialize_entry(
+                "migration",
+                &serde_json::json!({
+                    "version": version,
+                    "name": name,
+                    "direction": direction,
+                    "connection": connection,
+                    "left_dirty": left_dirty,
+                }),
+            )?;
+            map.serialize_entry("database", error)?;
+        }
+        if let Some(secondary) = &self.secondary {
+            map.serialize_entry("secondary", secondary)?;
+        }
+        if !self.completed.is_empty() {
+            map.serialize_entry("completed", &self.completed)?;
+        }
+        map.end()
+    }
+}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Backend, BackendKind, ConnectRequest, Connector, SessionLock};
-use crate::error::{Error, Result};
+use super::{Backend, BackendKind, ConnectRequest, Connector, SessionLock, StepFailure};
+use crate::error::{DatabaseError, Error, Result};
 use crate::events::{EventSink, LockHolder};
 use crate::history::{AppliedMigration, HistoryChange};
 
@@ -164,12 +164,13 @@ impl Backend for MemoryBackend {
         &mut self,
         text: &str,
         _transactional: bool,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), StepFailure> {
         let connection = self.connection.clone();
         self.with(|db| {
             db.calls.push(format!("step on {connection}"));
             run_text(db, text)
         })
+        .map_err(|message| StepFailure::new(DatabaseError::from_message(message)))
     }
 
     async fn run_step_recorded(
@@ -177,7 +178,7 @@ impl Backend for MemoryBackend {
         text: &str,
         _table: &str,
         change: &HistoryChange,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), StepFailure> {
         self.with(|db| {
             db.calls.push("step+record".into());
             // All or nothing: run against a copy of the tables, keep it only on success.
@@ -189,7 +190,7 @@ impl Backend for MemoryBackend {
                 }
                 Err(e) => {
                     db.tables = saved;
-                    Err(e)
+                    Err(StepFailure::new(DatabaseError::from_message(e)))
                 }
             }
         })

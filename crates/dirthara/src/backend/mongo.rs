@@ -13,9 +13,9 @@ use mongodb::error::{ErrorKind as MongoErrorKind, WriteFailure};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, ClientSession, Collection, Database};
 
-use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest};
+use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest, StepFailure};
 use crate::code::{Connection, RustMigration};
-use crate::error::{Error, Result};
+use crate::error::{DatabaseError, Error, Result};
 use crate::history::{
     check_layout, foreign_history, AppliedMigration, HistoryChange, RecordState,
     HISTORY_LAYOUT_VERSION,
@@ -186,15 +186,29 @@ impl MongoBackend {
         &self,
         documents: Vec<Document>,
         mut session: Option<&mut ClientSession>,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), StepFailure> {
         for (index, command) in documents.into_iter().enumerate() {
             let reply = match session.as_deref_mut() {
                 Some(session) => self.db.run_command(command).session(session).await,
                 None => self.db.run_command(command).await,
             };
-            let reply =
-                reply.map_err(|e| format!("command #{}: {}", index + 1, mongo_message(&e)))?;
-            check_reply(index, &reply)?;
+            let reply = reply.map_err(|e| {
+                let error = DatabaseError {
+                    message: format!("command #{}: {}", index + 1, mongo_message(&e)),
+                    number: mongo_code(&e).map(i64::from),
+                    connection_lost: matches!(*e.kind, MongoErrorKind::Io(_)),
+                    ..DatabaseError::default()
+                };
+                // A command the server refused (`ok: 0`) changed nothing; if it was the
+                // first, the migration changed nothing at all.
+                let refused = matches!(*e.kind, MongoErrorKind::Command(_));
+                StepFailure {
+                    error,
+                    nothing_changed: refused && index == 0,
+                }
+            })?;
+            check_reply(index, &reply)
+                .map_err(|message| StepFailure::new(DatabaseError::from_message(message)))?;
         }
         Ok(())
     }
@@ -254,17 +268,17 @@ impl MongoBackend {
     }
 
     /// A session with a transaction started (replica sets only).
-    async fn begin(&self) -> std::result::Result<ClientSession, String> {
+    async fn begin(&self) -> std::result::Result<ClientSession, StepFailure> {
         let mut session = self
             .client
             .start_session()
             .await
-            .map_err(|e| mongo_message(&e))?;
+            .map_err(|e| StepFailure::refused(mongo_message(&e)))?;
         session.start_transaction().await.map_err(|e| {
-            format!(
+            StepFailure::refused(format!(
                 "cannot start a transaction (a replica set is required): {}",
                 mongo_message(&e)
-            )
+            ))
         })?;
         Ok(session)
     }
@@ -274,32 +288,39 @@ impl MongoBackend {
         &self,
         documents: Vec<Document>,
         record: Option<(&str, HistoryChange)>,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), StepFailure> {
         let mut session = self.begin().await?;
         let mut result = self.run_commands(documents, Some(&mut session)).await;
         if let (Ok(()), Some((table, change))) = (&result, &record) {
             result = self
                 .apply_change(table, change, Some(&mut session))
                 .await
-                .map_err(|e| format!("history record: {}", mongo_message(&e)));
+                .map_err(|e| history_record_failure(&e));
         }
         end(session, result).await
     }
 }
 
+fn history_record_failure(error: &mongodb::error::Error) -> StepFailure {
+    StepFailure::new(DatabaseError::from_message(format!(
+        "history record: {}",
+        mongo_message(error)
+    )))
+}
+
 /// Commits what succeeded, aborts what did not; the step's own error wins.
 async fn end(
     mut session: ClientSession,
-    result: std::result::Result<(), String>,
-) -> std::result::Result<(), String> {
+    result: std::result::Result<(), StepFailure>,
+) -> std::result::Result<(), StepFailure> {
     match result {
         Ok(()) => session
             .commit_transaction()
             .await
-            .map_err(|e| mongo_message(&e)),
-        Err(message) => {
+            .map_err(|e| StepFailure::new(DatabaseError::from_message(mongo_message(&e)))),
+        Err(failure) => {
             let _ = session.abort_transaction().await;
-            Err(message)
+            Err(failure)
         }
     }
 }
@@ -408,8 +429,8 @@ impl Backend for MongoBackend {
         &mut self,
         text: &str,
         transactional: bool,
-    ) -> std::result::Result<(), String> {
-        let (documents, _) = commands(text)?;
+    ) -> std::result::Result<(), StepFailure> {
+        let (documents, _) = commands(text).map_err(StepFailure::refused)?;
         if transactional {
             self.in_transaction(documents, None).await
         } else {
@@ -422,8 +443,8 @@ impl Backend for MongoBackend {
         text: &str,
         table: &str,
         change: &HistoryChange,
-    ) -> std::result::Result<(), String> {
-        let (documents, _) = commands(text)?;
+    ) -> std::result::Result<(), StepFailure> {
+        let (documents, _) = commands(text).map_err(StepFailure::refused)?;
         let started = std::time::Instant::now();
         // The duration is known only after the commands ran, inside the transaction.
         let change = change.measured(started.elapsed());
@@ -436,17 +457,17 @@ impl Backend for MongoBackend {
         direction: Direction,
         transactional: bool,
         record: Option<(&str, &HistoryChange)>,
-    ) -> std::result::Result<(), String> {
+    ) -> std::result::Result<(), StepFailure> {
         async fn step(
             code: &dyn RustMigration,
             direction: Direction,
             conn: Connection<'_>,
-        ) -> std::result::Result<(), String> {
+        ) -> std::result::Result<(), StepFailure> {
             match direction {
                 Direction::Up => code.up(conn).await,
                 Direction::Down => code.down(conn).await,
             }
-            .map_err(|e| e.to_string())
+            .map_err(|e| StepFailure::new(DatabaseError::from_message(e.to_string())))
         }
         if !transactional {
             let conn = Connection::Mongo {
@@ -470,7 +491,7 @@ impl Backend for MongoBackend {
                     Some(&mut session),
                 )
                 .await
-                .map_err(|e| format!("history record: {}", mongo_message(&e)));
+                .map_err(|e| history_record_failure(&e));
         }
         end(session, result).await
     }

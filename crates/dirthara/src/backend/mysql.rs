@@ -30,6 +30,7 @@ pub(crate) struct MySqlDriver {
     options: MySqlConnectOptions,
     connection: String,
     database: String,
+    init_sql: Option<String>,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -44,6 +45,11 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         })?
         .disable_statement_logging();
     let mut conn = options.connect().await.map_err(connect_failure)?;
+    if let Some(init_sql) = &request.init_sql {
+        super::run_init_sql(conn.execute(init_sql.as_str()).await.map(|_| ()), init_sql)?;
+    }
+    // Resolved once, after `init_sql`: dirthara's own statements name their tables in this
+    // database, whatever `USE` a migration runs.
     let database: Option<String> = sqlx::query_scalar("SELECT CAST(DATABASE() AS CHAR)")
         .fetch_one(&mut conn)
         .await
@@ -61,6 +67,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             options,
             connection: request.name.clone(),
             database,
+            init_sql: request.init_sql.clone(),
         },
         kind: BackendKind::Mysql,
         connection: request.name.clone(),
@@ -118,12 +125,24 @@ impl SqlDriver for MySqlDriver {
     }
 
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
+        let mut conn = self.options.connect().await?;
+        if let Some(init_sql) = &self.init_sql {
+            conn.execute(init_sql.as_str()).await?;
+        }
+        // Explicitly in the history's database, even if `init_sql` switched to another.
+        conn.execute(format!("USE {}", Dialect::Mysql.ident(&self.database)).as_str())
+            .await?;
         Ok(Box::new(MySqlDriver {
-            conn: self.options.connect().await?,
+            conn,
             options: self.options.clone(),
             connection: self.connection.clone(),
             database: self.database.clone(),
+            init_sql: self.init_sql.clone(),
         }))
+    }
+
+    fn schema(&self) -> Option<&str> {
+        Some(&self.database)
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

@@ -12,8 +12,8 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 
 use super::sql::{text_rows, Dialect, RecordFn, SqlBackend, SqlDriver};
 use super::{
-    connect_failure, database_message, jittered, session_label, Backend, BackendKind,
-    ConnectFailure, ConnectRequest, SessionLock,
+    connect_failure, database_error, database_message, jittered, session_label, Backend,
+    BackendKind, ConnectFailure, ConnectRequest, SessionLock, StepFailure,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::LockHolder;
@@ -34,6 +34,11 @@ pub(crate) struct PgDriver {
     /// Opened only when this runner has to wait.
     listener: Option<PgListener>,
     listener_failed: bool,
+    /// What every session runs after connecting, and again after each reset: our own
+    /// settings, then the connection's `init_sql`.
+    setup: String,
+    /// A step has run on this session, so the next one first resets what it may have changed.
+    session_used: bool,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -44,7 +49,9 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         })?
         .application_name(&session_label(&request.operation))
         .disable_statement_logging();
-    let mut conn = open(&options).await.map_err(connect_failure)?;
+    let (mut conn, setup) = open(&options, request.init_sql.as_deref()).await?;
+    // Resolved once, after `init_sql` (which may set the search_path): every statement
+    // dirthara sends for itself names its tables in this schema, whatever a migration does.
     let row = conn
         .fetch_one("SELECT current_database()::text, coalesce(current_schema()::text, '')")
         .await
@@ -60,26 +67,57 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             held_key: None,
             listener: None,
             listener_failed: false,
+            setup,
+            session_used: false,
         },
         kind: BackendKind::Postgres,
         connection: request.name.clone(),
     }))
 }
 
-/// Opens a session the way every dirthara session is opened.
-async fn open(options: &PgConnectOptions) -> Result<PgConnection, sqlx::Error> {
-    let mut conn = options.connect().await?;
+/// Opens a session the way every dirthara session is opened, returning it with the setup
+/// it ran (to run again after each reset).
+async fn open(
+    options: &PgConnectOptions,
+    init_sql: Option<&str>,
+) -> Result<(PgConnection, String), ConnectFailure> {
+    let mut conn = options.connect().await.map_err(connect_failure)?;
     // By default PostgreSQL notices a vanished client only when it next writes to it, so a
     // runner killed during a long statement would keep its lock (and half a migration)
     // alive until the statement ends. PostgreSQL 14+ can check the socket while it works;
     // older servers and some poolers refuse the setting, which we tolerate.
-    let _ = conn
-        .execute("SET client_connection_check_interval = '1s'")
-        .await;
-    Ok(conn)
+    const CHECK_INTERVAL: &str = "SET client_connection_check_interval = '1s'";
+    let mut setup = match conn.execute(CHECK_INTERVAL).await {
+        Ok(_) => CHECK_INTERVAL.to_string(),
+        Err(_) => String::new(),
+    };
+    if let Some(init_sql) = init_sql {
+        super::run_init_sql(conn.execute(init_sql).await.map(|_| ()), init_sql)?;
+        if !setup.is_empty() {
+            setup.push_str(";\n");
+        }
+        setup.push_str(init_sql);
+    }
+    Ok((conn, setup))
 }
 
 impl PgDriver {
+    /// The statements that return this session to the state it opened with, before a step
+    /// that follows another one (empty before the first step): each migration then behaves
+    /// the same whether it runs first or after a file that ran `SET search_path = ''` or
+    /// `SET ROLE`. `RESET ALL` keeps advisory locks, so the migration lock stays held (unlike
+    /// `DISCARD ALL`, which would release it).
+    fn take_reset(&mut self) -> String {
+        if !std::mem::replace(&mut self.session_used, true) {
+            return String::new();
+        }
+        if self.setup.is_empty() {
+            "RESET ALL;\n".to_string()
+        } else {
+            format!("RESET ALL;\n{};\n", self.setup)
+        }
+    }
+
     /// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
     /// history table, so runners sharing a history exclude each other and nobody else.
     fn key(&self, table: &str) -> i64 {
@@ -130,8 +168,14 @@ impl SqlDriver for PgDriver {
     }
 
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
+        // The setup already ran once on this connection, so it succeeds again unless the
+        // server changed in between; then its error is the sibling's.
+        let mut conn = self.options.connect().await?;
+        if !self.setup.is_empty() {
+            conn.execute(self.setup.as_str()).await?;
+        }
         Ok(Box::new(PgDriver {
-            conn: open(&self.options).await?,
+            conn,
             options: self.options.clone(),
             url: self.url.clone(),
             connection: self.connection.clone(),
@@ -140,6 +184,8 @@ impl SqlDriver for PgDriver {
             held_key: None,
             listener: None,
             listener_failed: false,
+            setup: self.setup.clone(),
+            session_used: false,
         }))
     }
 
@@ -151,19 +197,34 @@ impl SqlDriver for PgDriver {
         &mut self,
         step: &str,
         record: Option<&RecordFn<'_>>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), StepFailure> {
         // One round trip: PostgreSQL runs a multi-statement simple query as one implicit
-        // transaction, so the lock check, the step and its record commit together or not at
-        // all. The record measures the step's duration itself (`None`). A newline before `;`
-        // ends a trailing `--` comment in the step.
-        let sql = match (record, self.held_key) {
-            (Some(record), Some(key)) => {
-                format!("{}\n{step}\n;\n{}", lock_guard(key), record(None))
-            }
-            (Some(record), None) => format!("{step}\n;\n{}", record(None)),
-            (None, _) => step.to_string(),
+        // transaction, so the session reset, the lock check, the step and its record commit
+        // together or not at all. The record measures the step's duration itself (`None`).
+        // A newline before `;` ends a trailing `--` comment in the step.
+        let mut head = self.take_reset();
+        if let (Some(_), Some(key)) = (record, self.held_key) {
+            head.push_str(&lock_guard(key));
+            head.push('\n');
+        }
+        let sql = match record {
+            Some(record) => format!("{head}{step}\n;\n{}", record(None)),
+            None => format!("{head}{step}"),
         };
-        self.execute(&sql).await
+        let sent = self.execute(&sql).await;
+        sent.map_err(|e| StepFailure::new(database_error(&e, Some((step, head.chars().count())))))
+    }
+
+    async fn before_step(&mut self) -> Result<(), sqlx::Error> {
+        let reset = self.take_reset();
+        if reset.is_empty() {
+            return Ok(());
+        }
+        self.execute(&reset).await
+    }
+
+    fn schema(&self) -> Option<&str> {
+        Some(self.schema.as_str()).filter(|s| !s.is_empty())
     }
 
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {

@@ -6,13 +6,13 @@
 
 use async_trait::async_trait;
 
-use super::{database_message, Backend, BackendKind, SessionLock};
+use super::{database_error, database_message, Backend, BackendKind, SessionLock, StepFailure};
 use crate::code::{Connection, RustMigration};
 use crate::lock::lease::LeaseStore;
 use crate::migration::Direction;
 
 mod lease;
-use crate::error::{Error, Result};
+use crate::error::{DatabaseError, Error, Result};
 use crate::history::{
     check_layout, foreign_history, AppliedMigration, HistoryChange, RecordState,
     HISTORY_LAYOUT_VERSION,
@@ -36,6 +36,35 @@ pub(crate) struct DbObject {
 }
 
 const LAYOUT_KEY: &str = "layout_version";
+
+/// The history's tables as dirthara's own statements name them: qualified with the schema
+/// (PostgreSQL) or database (MySQL) resolved when the connection opened, so nothing a
+/// migration does to its session (`SET search_path`, `USE`) changes where dirthara records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HistoryNames {
+    /// The schema/database, as a name (for catalog queries); `None`: the session's default.
+    pub schema: Option<String>,
+    /// The history table's bare name.
+    pub table: String,
+    /// The history and meta tables, quoted and qualified, ready to splice into SQL.
+    pub history: String,
+    pub meta: String,
+}
+
+impl HistoryNames {
+    pub fn new(dialect: Dialect, schema: Option<&str>, table: &str) -> Self {
+        let qualify = |name: &str| match schema {
+            Some(schema) => format!("{}.{}", dialect.ident(schema), dialect.ident(name)),
+            None => dialect.ident(name),
+        };
+        HistoryNames {
+            schema: schema.map(str::to_string),
+            table: table.to_string(),
+            history: qualify(table),
+            meta: qualify(&Dialect::meta_table(table)),
+        }
+    }
+}
 
 impl Dialect {
     pub fn ident(self, name: &str) -> String {
@@ -113,6 +142,37 @@ impl Dialect {
         format!("{table}_meta")
     }
 
+    /// One row per existing table among the history's tables in its schema, giving its name.
+    pub fn existing_history_sql(self, names: &HistoryNames) -> String {
+        let meta = Self::meta_table(&names.table);
+        let list = format!("{}, {}", self.literal(&names.table), self.literal(&meta));
+        let schema = |default: &str| {
+            names
+                .schema
+                .as_deref()
+                .map_or_else(|| default.to_string(), |s| self.literal(s))
+        };
+        match self {
+            Dialect::Sqlite => format!(
+                "SELECT name FROM {}.sqlite_master WHERE type = 'table' AND name IN ({list})",
+                names
+                    .schema
+                    .as_deref()
+                    .map_or_else(|| "main".to_string(), |s| self.ident(s))
+            ),
+            Dialect::Postgres => format!(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = {} AND table_name IN ({list})",
+                schema("current_schema()")
+            ),
+            Dialect::Mysql => format!(
+                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = {} AND table_name IN ({list})",
+                schema("DATABASE()")
+            ),
+        }
+    }
+
     /// One row per existing table among `names`, giving its name.
     pub fn existing_tables_sql(self, names: &[&str]) -> String {
         let list: Vec<String> = names.iter().map(|n| self.literal(n)).collect();
@@ -132,7 +192,7 @@ impl Dialect {
         }
     }
 
-    pub fn create_history_sql(self, table: &str) -> String {
+    pub fn create_history_sql(self, names: &HistoryNames) -> String {
         format!(
             "CREATE TABLE {t} (\n\
              \x20 version BIGINT NOT NULL PRIMARY KEY,\n\
@@ -143,42 +203,42 @@ impl Dialect {
              \x20 applied_at {ts} NOT NULL,\n\
              \x20 duration_ms BIGINT NOT NULL,\n\
              \x20 applied_by VARCHAR(255) NOT NULL\n)",
-            t = self.ident(table),
+            t = names.history,
             ts = self.timestamp_type(),
         )
     }
 
-    pub fn create_meta_sql(self, table: &str) -> String {
+    pub fn create_meta_sql(self, names: &HistoryNames) -> String {
         format!(
             "CREATE TABLE {m} (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, meta_value VARCHAR(255) NOT NULL);\n\
              INSERT INTO {m} (meta_key, meta_value) VALUES ({k}, {v})",
-            m = self.ident(&Self::meta_table(table)),
+            m = names.meta,
             k = self.literal(LAYOUT_KEY),
             v = self.literal(&HISTORY_LAYOUT_VERSION.to_string()),
         )
     }
 
-    pub fn layout_sql(self, table: &str) -> String {
+    pub fn layout_sql(self, names: &HistoryNames) -> String {
         format!(
             "SELECT meta_value FROM {} WHERE meta_key = {}",
-            self.ident(&Self::meta_table(table)),
+            names.meta,
             self.literal(LAYOUT_KEY)
         )
     }
 
-    pub fn select_history_sql(self, table: &str) -> String {
+    pub fn select_history_sql(self, names: &HistoryNames) -> String {
         format!(
             "SELECT {}, name, checksum, {}, state, {}, {}, applied_by FROM {} ORDER BY version",
             self.text("version"),
             self.text("batch"),
             self.timestamp_text("applied_at"),
             self.text("duration_ms"),
-            self.ident(table)
+            names.history
         )
     }
 
-    pub fn change_sql(self, table: &str, change: &HistoryChange) -> String {
-        let t = self.ident(table);
+    pub fn change_sql(self, names: &HistoryNames, change: &HistoryChange) -> String {
+        let t = &names.history;
         match change {
             HistoryChange::Insert {
                 version,
@@ -220,33 +280,42 @@ impl Dialect {
         }
     }
 
-    /// Rows of (kind, name) for every object `fresh` drops.
-    pub fn list_objects_sql(self) -> &'static str {
+    /// Rows of (kind, name) for every object `fresh` drops, in `schema` (`None`: the
+    /// session's current one).
+    pub fn list_objects_sql(self, schema: Option<&str>) -> String {
         match self {
             Dialect::Sqlite => {
                 "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') \
                  AND name NOT LIKE 'sqlite_%'"
+                    .to_string()
             }
             Dialect::Postgres => {
-                "SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' \
-                 WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'table' END, c.relname::text \
-                 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
-                 WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') \
-                 AND NOT c.relispartition \
-                 UNION ALL \
-                 SELECT 'type', t.typname::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
-                 WHERE n.nspname = current_schema() AND (t.typtype IN ('e', 'd') OR (t.typtype = 'c' AND \
-                 (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c'))"
+                let schema =
+                    schema.map_or_else(|| "current_schema()".to_string(), |s| self.literal(s));
+                format!(
+                    "SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' \
+                     WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'table' END, c.relname::text \
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = {schema} AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') \
+                     AND NOT c.relispartition \
+                     UNION ALL \
+                     SELECT 'type', t.typname::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
+                     WHERE n.nspname = {schema} AND (t.typtype IN ('e', 'd') OR (t.typtype = 'c' AND \
+                     (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c'))"
+                )
             }
             Dialect::Mysql => {
-                "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, CAST(table_name AS CHAR) \
-                 FROM information_schema.tables WHERE table_schema = DATABASE()"
+                let schema = schema.map_or_else(|| "DATABASE()".to_string(), |s| self.literal(s));
+                format!(
+                    "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, CAST(table_name AS CHAR) \
+                     FROM information_schema.tables WHERE table_schema = {schema}"
+                )
             }
         }
     }
 
-    /// One script dropping `objects`, views before tables, ignoring foreign keys.
-    pub fn drop_sql(self, objects: &[DbObject]) -> String {
+    /// One script dropping `objects` (of `schema`), views before tables, ignoring foreign keys.
+    pub fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String {
         let mut statements = Vec::new();
         if self == Dialect::Mysql {
             statements.push("SET FOREIGN_KEY_CHECKS = 0".to_string());
@@ -265,7 +334,13 @@ impl Dialect {
             let names: Vec<String> = objects
                 .iter()
                 .filter(|o| o.kind == kind)
-                .map(|o| self.ident(&o.name))
+                .map(|o| match schema {
+                    // SQLite's `DROP ... main.t` is fine, but keep its statements plain.
+                    Some(schema) if self != Dialect::Sqlite => {
+                        format!("{}.{}", self.ident(schema), self.ident(&o.name))
+                    }
+                    _ => self.ident(&o.name),
+                })
                 .collect();
             if names.is_empty() {
                 continue;
@@ -339,27 +414,57 @@ pub(crate) trait SqlDriver: Send {
 
     /// Runs `step` and then the statement `record` builds (given the step's measured
     /// duration, or `None` when the database measures it) so that both commit or neither
-    /// does. Without `record`, just runs the step in a transaction.
+    /// does. Without `record`, just runs the step in a transaction. On failure the
+    /// transaction is rolled back before this returns.
     async fn execute_atomically(
         &mut self,
         step: &str,
         record: Option<&RecordFn<'_>>,
-    ) -> Result<(), sqlx::Error> {
-        self.execute(self.dialect().begin()).await?;
+    ) -> Result<(), StepFailure> {
+        let begun = self.execute(self.dialect().begin()).await;
+        begun.map_err(|e| StepFailure::new(database_error(&e, None)))?;
         let started = std::time::Instant::now();
-        let mut result = self.execute(step).await;
+        let mut result = self
+            .execute(step)
+            .await
+            .map_err(|e| database_error(&e, Some((step, 0))));
         if let (Ok(()), Some(record)) = (&result, record) {
-            result = self.execute(&record(Some(started.elapsed()))).await;
+            result = self
+                .execute(&record(Some(started.elapsed())))
+                .await
+                .map_err(|e| database_error(&e, None));
         }
         match result {
-            Ok(()) => self.execute("COMMIT").await,
+            Ok(()) => self
+                .execute("COMMIT")
+                .await
+                .map_err(|e| StepFailure::new(database_error(&e, None))),
             Err(error) => {
                 // The step's own error is what matters; a failed rollback ends with the session.
                 let _ = self.execute("ROLLBACK").await;
-                Err(error)
+                Err(StepFailure::new(error))
             }
         }
     }
+
+    /// Returns the session to a clean state after a failed step: a step that opened its own
+    /// transaction block and failed inside it leaves the session refusing every statement
+    /// (PostgreSQL 25P02) until it is rolled back. Errors are ignored: there may be no
+    /// transaction to roll back, or no session left.
+    async fn clean_up_after_failure(&mut self) {
+        let _ = self.execute("ROLLBACK").await;
+    }
+
+    /// Called before a step that is not sent through [`SqlDriver::execute_atomically`]:
+    /// returns the session to the state it opened with, where the database can do that
+    /// without losing the lock (PostgreSQL).
+    async fn before_step(&mut self) -> Result<(), sqlx::Error> {
+        Ok(())
+    }
+
+    /// The schema (PostgreSQL), database (MySQL) or attached database (SQLite) the history
+    /// lives in, resolved once when the connection opened.
+    fn schema(&self) -> Option<&str>;
 
     /// Whether DDL can be rolled back (false on MySQL, where it commits implicitly).
     fn transactional_ddl(&self) -> bool {
@@ -388,10 +493,17 @@ impl<D: SqlDriver> SqlBackend<D> {
         Error::history(&self.connection, database_message(&error))
     }
 
+    fn names(&self, table: &str) -> HistoryNames {
+        HistoryNames::new(self.driver.dialect(), self.driver.schema(), table)
+    }
+
     /// Which of the history table and its meta table exist.
     async fn existing(&mut self, table: &str) -> Result<(bool, bool)> {
         let meta = Dialect::meta_table(table);
-        let sql = self.driver.dialect().existing_tables_sql(&[table, &meta]);
+        let sql = self
+            .driver
+            .dialect()
+            .existing_history_sql(&self.names(table));
         let rows = self
             .driver
             .fetch_text(&sql)
@@ -405,7 +517,7 @@ impl<D: SqlDriver> SqlBackend<D> {
     }
 
     async fn layout_version(&mut self, table: &str) -> Result<i64> {
-        let sql = self.driver.dialect().layout_sql(table);
+        let sql = self.driver.dialect().layout_sql(&self.names(table));
         let rows = self
             .driver
             .fetch_text(&sql)
@@ -423,7 +535,7 @@ impl<D: SqlDriver> SqlBackend<D> {
     }
 
     async fn select_history(&mut self, table: &str) -> Result<Vec<AppliedMigration>> {
-        let sql = self.driver.dialect().select_history_sql(table);
+        let sql = self.driver.dialect().select_history_sql(&self.names(table));
         let rows = self
             .driver
             .fetch_text(&sql)
@@ -484,6 +596,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     async fn prepare_history(&mut self, table: &str) -> Result<()> {
         let (history, meta) = self.existing(table).await?;
         let dialect = self.driver.dialect();
+        let names = self.names(table);
         match (history, meta) {
             (true, false) => return Err(foreign_history(&self.connection, table)),
             (_, true) => {
@@ -492,7 +605,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                 // Layout 1 is the first; later layouts add their in-place upgrades here.
             }
             (false, false) => {
-                let sql = dialect.create_meta_sql(table);
+                let sql = dialect.create_meta_sql(&names);
                 self.driver
                     .execute(&sql)
                     .await
@@ -500,7 +613,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             }
         }
         if !history {
-            let sql = dialect.create_history_sql(table);
+            let sql = dialect.create_history_sql(&names);
             self.driver
                 .execute(&sql)
                 .await
@@ -513,17 +626,20 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         self.driver.transactional_ddl()
     }
 
-    async fn run_step(
-        &mut self,
-        text: &str,
-        transactional: bool,
-    ) -> std::result::Result<(), String> {
-        let result = if transactional {
-            self.driver.execute_atomically(text, None).await
-        } else {
-            self.driver.execute(text).await
-        };
-        result.map_err(|e| database_message(&e))
+    async fn run_step(&mut self, text: &str, transactional: bool) -> Result<(), StepFailure> {
+        if transactional {
+            return self.driver.execute_atomically(text, None).await;
+        }
+        let prepared = self.driver.before_step().await;
+        prepared.map_err(|e| StepFailure::new(database_error(&e, None)))?;
+        match self.driver.execute(text).await {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                let failure = StepFailure::new(database_error(&error, Some((text, 0))));
+                self.driver.clean_up_after_failure().await;
+                Err(failure)
+            }
+        }
     }
 
     async fn run_step_recorded(
@@ -531,16 +647,14 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         text: &str,
         table: &str,
         change: &HistoryChange,
-    ) -> std::result::Result<(), String> {
+    ) -> Result<(), StepFailure> {
         let dialect = self.driver.dialect();
+        let names = self.names(table);
         let record = |elapsed: Option<std::time::Duration>| match elapsed {
-            Some(elapsed) => dialect.change_sql(table, &change.measured(elapsed)),
-            None => dialect.change_sql(table, change),
+            Some(elapsed) => dialect.change_sql(&names, &change.measured(elapsed)),
+            None => dialect.change_sql(&names, change),
         };
-        self.driver
-            .execute_atomically(text, Some(&record))
-            .await
-            .map_err(|e| database_message(&e))
+        self.driver.execute_atomically(text, Some(&record)).await
     }
 
     async fn run_code(
@@ -549,40 +663,35 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         direction: Direction,
         transactional: bool,
         record: Option<(&str, &HistoryChange)>,
-    ) -> std::result::Result<(), String> {
+    ) -> Result<(), StepFailure> {
         let dialect = self.driver.dialect();
+        let failed = |e: sqlx::Error| StepFailure::new(database_error(&e, None));
+        self.driver.before_step().await.map_err(failed)?;
         if transactional {
-            self.driver
-                .execute(dialect.begin())
-                .await
-                .map_err(|e| database_message(&e))?;
+            self.driver.execute(dialect.begin()).await.map_err(failed)?;
         }
         let started = std::time::Instant::now();
         let ran = match direction {
             Direction::Up => code.up(self.driver.connection()).await,
             Direction::Down => code.down(self.driver.connection()).await,
         };
-        let mut result = ran.map_err(|e| e.to_string());
+        let mut result =
+            ran.map_err(|e| StepFailure::new(DatabaseError::from_message(e.to_string())));
         if let (Ok(()), Some((table, change))) = (&result, record) {
-            let sql = dialect.change_sql(table, &change.measured(started.elapsed()));
-            result = self
-                .driver
-                .execute(&sql)
-                .await
-                .map_err(|e| database_message(&e));
+            let sql = dialect.change_sql(&self.names(table), &change.measured(started.elapsed()));
+            result = self.driver.execute(&sql).await.map_err(failed);
         }
-        if transactional {
-            let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-            let ended = self.driver.execute(end).await;
-            if let (Ok(()), Err(e)) = (&result, ended) {
-                result = Err(database_message(&e));
-            }
+        if transactional && result.is_ok() {
+            result = self.driver.execute("COMMIT").await.map_err(failed);
+        }
+        if result.is_err() {
+            self.driver.clean_up_after_failure().await;
         }
         result
     }
 
     async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()> {
-        let sql = self.driver.dialect().change_sql(table, change);
+        let sql = self.driver.dialect().change_sql(&self.names(table), change);
         self.driver
             .execute(&sql)
             .await
@@ -593,7 +702,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         let dialect = self.driver.dialect();
         let rows = self
             .driver
-            .fetch_text(dialect.list_objects_sql())
+            .fetch_text(&dialect.list_objects_sql(self.driver.schema()))
             .await
             .map_err(|e| self.history_error(e))?;
         let objects: Vec<DbObject> = rows
@@ -610,7 +719,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         if objects.is_empty() {
             return Ok(Vec::new());
         }
-        let sql = dialect.drop_sql(&objects);
+        let sql = dialect.drop_sql(self.driver.schema(), &objects);
         self.driver
             .execute(&sql)
             .await
@@ -689,7 +798,7 @@ mod tests {
                 name: "v".into(),
             },
         ];
-        let sql = Dialect::Postgres.drop_sql(&objects);
+        let sql = Dialect::Postgres.drop_sql(None, &objects);
         assert_eq!(
             sql,
             "DROP VIEW IF EXISTS \"v\" CASCADE;\nDROP TABLE IF EXISTS \"a\" CASCADE"

@@ -14,6 +14,7 @@ use super::{connect_failure, Backend, BackendKind, ConnectFailure, ConnectReques
 pub(crate) struct SqliteDriver {
     conn: SqliteConnection,
     options: SqliteConnectOptions,
+    init_sql: Option<String>,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -31,9 +32,16 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         // Another process writing at the same moment makes us wait a little, not fail at once.
         .busy_timeout(Duration::from_secs(5))
         .disable_statement_logging();
-    let conn = options.connect().await.map_err(connect_failure)?;
+    let mut conn = options.connect().await.map_err(connect_failure)?;
+    if let Some(init_sql) = &request.init_sql {
+        super::run_init_sql(conn.execute(init_sql.as_str()).await.map(|_| ()), init_sql)?;
+    }
     Ok(Box::new(SqlBackend {
-        driver: SqliteDriver { conn, options },
+        driver: SqliteDriver {
+            conn,
+            options,
+            init_sql: request.init_sql.clone(),
+        },
         kind: BackendKind::Sqlite,
         connection: request.name.clone(),
     }))
@@ -56,16 +64,24 @@ impl SqlDriver for SqliteDriver {
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
         // The sibling holds the lease: when another process is writing, an acquire attempt
         // should report "held" at once (SQLITE_BUSY), not wait out the 5 s busy timeout.
-        let conn = self
+        let mut conn = self
             .options
             .clone()
             .busy_timeout(Duration::from_millis(200))
             .connect()
             .await?;
+        if let Some(init_sql) = &self.init_sql {
+            conn.execute(init_sql.as_str()).await?;
+        }
         Ok(Box::new(SqliteDriver {
             conn,
             options: self.options.clone(),
+            init_sql: self.init_sql.clone(),
         }))
+    }
+
+    fn schema(&self) -> Option<&str> {
+        None
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

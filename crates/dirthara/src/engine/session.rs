@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::Migrator;
 use super::Resolution;
-use crate::backend::Backend;
+use crate::backend::{Backend, StepFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
 use crate::history::{runner_identity, HistoryChange, RecordState};
@@ -106,9 +106,8 @@ impl Session<'_> {
             let done = match running.await {
                 Ok(done) => done,
                 // The guard rolls the step back when the lock is gone: say that, not "failed".
-                Err(error) if guarded && error.code() == crate::Code::MigrationFailed => {
-                    self.ensure_lock(Some(step.migration)).await?;
-                    return Err(error);
+                Err(error) if guarded => {
+                    return Err(self.explain_guarded_failure(error, step.migration).await)
                 }
                 Err(error) => return Err(error),
             };
@@ -133,27 +132,51 @@ impl Session<'_> {
 
     /// Confirms the session still holds the lock before changing anything more.
     async fn ensure_lock(&mut self, next: Option<&Migration>) -> Result<()> {
-        let table = self.table().to_string();
-        let held = match self.strategy {
-            Strategy::Off => return Ok(()),
+        match self.lock_held().await {
             // A query error means the session is in trouble: we cannot confirm, so stop.
+            Ok(true) => Ok(()),
+            Ok(false) | Err(_) => Err(self.lock_lost(next)),
+        }
+    }
+
+    /// Whether the lock is still ours; `Err` when that cannot be told.
+    async fn lock_held(&mut self) -> Result<bool> {
+        let table = self.table().to_string();
+        match self.strategy {
+            Strategy::Off => Ok(true),
             Strategy::Session => match self.history.session_lock() {
-                Some(lock) => lock.holds_lock(&table).await.unwrap_or(false),
-                None => false,
+                Some(lock) => lock.holds_lock(&table).await,
+                None => Ok(false),
             },
             Strategy::Lease => match &self.lease {
-                Some(lease) => lease.confirm().await.unwrap_or(false),
-                None => false,
+                Some(lease) => lease.confirm().await,
+                None => Ok(false),
             },
-        };
-        if held {
-            return Ok(());
         }
-        Err(Error::new(ErrorKind::LockLost {
+    }
+
+    fn lock_lost(&self, next: Option<&Migration>) -> Error {
+        Error::new(ErrorKind::LockLost {
             lock: LOCK_NAME.to_string(),
             connection: self.history_connection().to_string(),
             next: next.map(|m| (m.version, m.name.clone())),
-        }))
+        })
+    }
+
+    /// A step whose message carried the lock check failed: either the step itself failed,
+    /// or the check did because the lock is gone. Only a lock known to be gone is reported
+    /// as lost; otherwise the step's own error stands, with a failed check attached under it.
+    async fn explain_guarded_failure(&mut self, error: Error, migration: &Migration) -> Error {
+        match error.kind() {
+            ErrorKind::MigrationFailed { error: db, .. } if !db.connection_lost => {}
+            // A dead session can be asked nothing more; other errors are not the step's.
+            _ => return error,
+        }
+        match self.lock_held().await {
+            Ok(true) => error,
+            Ok(false) => self.lock_lost(Some(migration)),
+            Err(check) => error.with_secondary(check),
+        }
     }
 
     /// Whether a migration's step and its history record commit in one transaction.
@@ -177,13 +200,13 @@ impl Session<'_> {
         });
         let started = Instant::now();
         let text = step.text();
-        let failed = |message: String, left_dirty: bool| {
+        let failed = |failure: StepFailure, left_dirty: bool| {
             Error::new(ErrorKind::MigrationFailed {
                 version: migration.version,
                 name: migration.name.clone(),
                 direction: step.direction,
                 connection: migration.connection.clone(),
-                message,
+                error: failure.error,
                 left_dirty,
             })
         };
@@ -234,7 +257,7 @@ impl Session<'_> {
                         .await
                 }
             };
-            outcome.map_err(|message| failed(message, false))?;
+            outcome.map_err(|failure| failed(failure, false))?;
         } else {
             // The step cannot share a transaction with its record: mark it `running` first,
             // so a crash inside it is seen by the next run instead of being re-run or skipped.
@@ -277,9 +300,10 @@ impl Session<'_> {
                 (outcome, transactional_ddl)
             };
             let atomic_step = migration.transactional && transactional_ddl;
-            if let Err(message) = outcome {
-                if atomic_step {
-                    // The step rolled back cleanly: take the marker back.
+            if let Err(failure) = outcome {
+                if atomic_step || failure.nothing_changed {
+                    // The step rolled back cleanly, or was refused before it changed
+                    // anything: take the marker back.
                     let undo = match step.direction {
                         Direction::Up => HistoryChange::Delete {
                             version: migration.version,
@@ -289,13 +313,13 @@ impl Session<'_> {
                             state: RecordState::Applied,
                         },
                     };
-                    let error = failed(message, false);
+                    let error = failed(failure, false);
                     return match self.history.record(table, &undo).await {
                         Ok(()) => Err(error),
                         Err(undo_error) => Err(error.with_secondary(undo_error)),
                     };
                 }
-                return Err(failed(message, true));
+                return Err(failed(failure, true));
             }
             let done = match step.direction {
                 Direction::Up => HistoryChange::MarkApplied {

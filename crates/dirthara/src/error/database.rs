@@ -1,0 +1,116 @@
+//! What a database said when a step failed, kept whole: the message alone is rarely enough to
+//! fix a migration (PostgreSQL puts the dependent objects of a failed `DROP` in DETAIL, and the
+//! place of a syntax error in a position that only means something mapped back to the file).
+
+use std::fmt;
+
+use serde::Serialize;
+
+/// Everything the database reported about a failed step.
+///
+/// Fields the database did not send are `None`. `line` and `column` are 1-based and point
+/// into the step's own file text (not into whatever dirthara wrapped around it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct DatabaseError {
+    /// The primary message, in the database's own words.
+    pub message: String,
+    /// SQLSTATE (PostgreSQL, MySQL/MariaDB), or the error code name where there is no SQLSTATE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// The numeric error (MySQL/MariaDB error number, MongoDB error code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub number: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// Where inside a routine the error arose (PostgreSQL's CONTEXT).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    /// The connection died under the step (server restart, network cut, terminated session).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub connection_lost: bool,
+}
+
+impl DatabaseError {
+    /// An error known only by its message.
+    pub fn from_message(message: impl Into<String>) -> Self {
+        DatabaseError {
+            message: message.into(),
+            ..DatabaseError::default()
+        }
+    }
+}
+
+impl fmt::Display for DatabaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        match (&self.code, self.number) {
+            (Some(code), Some(number)) => write!(f, " (error {number}, SQLSTATE {code})")?,
+            (Some(code), None) => write!(f, " (SQLSTATE {code})")?,
+            (None, Some(number)) => write!(f, " (code {number})")?,
+            (None, None) => {}
+        }
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, "\n  at line {line}, column {column}")?,
+            (Some(line), None) => write!(f, "\n  at line {line}")?,
+            _ => {}
+        }
+        if let Some(detail) = &self.detail {
+            write!(f, "\n  DETAIL: {detail}")?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  HINT: {hint}")?;
+        }
+        if let Some(context) = &self.context {
+            write!(f, "\n  CONTEXT: {context}")?;
+        }
+        match (&self.constraint, &self.table) {
+            (Some(constraint), Some(table)) => {
+                write!(f, "\n  constraint `{constraint}` on table `{table}`")?
+            }
+            (Some(constraint), None) => write!(f, "\n  constraint `{constraint}`")?,
+            (None, Some(table)) => write!(f, "\n  table `{table}`")?,
+            (None, None) => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_the_database_sent_is_shown() {
+        let error = DatabaseError {
+            message: "cannot drop table users because other objects depend on it".into(),
+            code: Some("2BP01".into()),
+            detail: Some("view active_users depends on table users".into()),
+            hint: Some("Use DROP ... CASCADE to drop the dependent objects too.".into()),
+            line: Some(3),
+            column: Some(1),
+            ..DatabaseError::default()
+        };
+        assert_eq!(
+            error.to_string(),
+            "cannot drop table users because other objects depend on it (SQLSTATE 2BP01)\n  \
+             at line 3, column 1\n  DETAIL: view active_users depends on table users\n  \
+             HINT: Use DROP ... CASCADE to drop the dependent objects too."
+        );
+        assert_eq!(
+            DatabaseError::from_message("plain").to_string(),
+            "plain",
+            "nothing is invented"
+        );
+    }
+}
