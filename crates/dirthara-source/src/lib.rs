@@ -8,6 +8,7 @@
 
 pub mod files;
 pub mod migration;
+pub mod sql;
 
 use std::fmt;
 use std::path::PathBuf;
