@@ -209,10 +209,12 @@ fn scan(sql: &str, dialect: SqlDialect, client: bool) -> Scan {
             match argument {
                 Some(d) if d.len() <= MAX_DELIMITER && !d.contains('\\') => lx.delimiter = d,
                 _ if out.error.is_some() => {}
-                Some(d) => out.error = Some(format!(
+                Some(d) => {
+                    out.error = Some(format!(
                     "line {line}: `DELIMITER {d}`: a delimiter is at most {MAX_DELIMITER} bytes \
                          and has no backslash; use e.g. `DELIMITER $$`"
-                )),
+                ))
+                }
                 None => {
                     out.error = Some(format!(
                         "line {line}: `DELIMITER` needs the new delimiter, e.g. `DELIMITER $$` \
