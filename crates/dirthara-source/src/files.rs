@@ -11,8 +11,10 @@ pub use crate::commands::{is_blank_commands, parse_commands, Commands};
 pub use crate::directives::{parse_directives, valid_connection_name, Header};
 pub use crate::names::check_name;
 
+pub use crate::layout::Layout;
+use crate::layout::{self, describe, is_flyway_name, Entry};
 use crate::migration::{checksum, Migration, StepFormat, DEFAULT_CONNECTION};
-use crate::names::{format_of, looks_like_migration, parse_plain, Role};
+use crate::names::{format_of, looks_like_migration, Role};
 use crate::{Problem, SourceError};
 
 type Result<T, E = SourceError> = std::result::Result<T, E>;
@@ -39,6 +41,11 @@ pub(crate) struct Part {
     pub role: Role,
     pub format: StepFormat,
     pub path: PathBuf,
+    /// The step's text when the layout already read it (a section of a file).
+    pub text: Option<String>,
+    /// The layout turned the transaction off (goose `NO TRANSACTION`, dbmate
+    /// `transaction:false`, Diesel `run_in_transaction = false`).
+    pub no_transaction: bool,
 }
 
 /// What one loading run found wrong, and what it skipped.
@@ -75,10 +82,18 @@ pub fn load_directories(directories: &[PathBuf]) -> Result<Vec<Migration>> {
 /// [`load_directories`], also returning what looks like a migration but was not loaded.
 /// `Err` lists every bad file at once.
 pub fn load_directories_reporting(directories: &[PathBuf]) -> Result<Loaded> {
+    let sources: Vec<(PathBuf, Option<Layout>)> =
+        directories.iter().map(|d| (d.clone(), None)).collect();
+    load_sources(&sources)
+}
+
+/// [`load_directories_reporting`] with each directory's layout: `None` detects it from the
+/// files (a directory mixing layouts is refused, naming the files), `Some` requires it.
+pub fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
     let mut findings = Findings::default();
     let mut parts = Vec::new();
-    for dir in directories {
-        parts.extend(scan_directory(dir, &mut findings)?);
+    for (dir, layout) in sources {
+        parts.extend(scan_directory(dir, *layout, &mut findings)?);
     }
     let migrations = assemble(parts, &mut findings);
     if findings.problems.is_empty() {
@@ -113,8 +128,12 @@ fn entries(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
-fn scan_directory(dir: &Path, findings: &mut Findings) -> Result<Vec<Part>> {
-    let mut parts = Vec::new();
+fn scan_directory(
+    dir: &Path,
+    wanted: Option<Layout>,
+    findings: &mut Findings,
+) -> Result<Vec<Part>> {
+    let mut found: Vec<(PathBuf, Entry)> = Vec::new();
     for path in entries(dir)? {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
             if path
@@ -129,15 +148,21 @@ fn scan_directory(dir: &Path, findings: &mut Findings) -> Result<Vec<Part>> {
             continue;
         }
         if path.is_dir() {
-            if path.join("up.sql").is_file() {
+            if !path.join("up.sql").is_file() {
+                continue;
+            }
+            if wanted.is_some_and(|w| w != Layout::Diesel) {
                 findings.skip(
                     &path,
-                    "a folder with `up.sql` (Diesel's layout), but the directory is not read as Diesel's",
+                    "a folder with `up.sql` (Diesel's layout), but the directory is configured with \
+                     another `format`",
                 );
+            } else if let Some(entry) = layout::diesel(&path, file_name, findings) {
+                found.push((path, entry));
             }
             continue;
         }
-        let Some(format) = format_of(file_name) else {
+        if format_of(file_name).is_none() {
             if looks_like_migration(file_name) {
                 findings.skip(
                     &path,
@@ -146,23 +171,52 @@ fn scan_directory(dir: &Path, findings: &mut Findings) -> Result<Vec<Part>> {
                 );
             }
             continue;
-        };
+        }
         if !path.is_file() {
             findings.problem(&path, "is not a regular file");
             continue;
         }
-        match parse_plain(file_name) {
-            Ok(parsed) => parts.push(Part {
-                version: parsed.version,
-                name: parsed.name,
-                role: parsed.role,
-                format,
-                path,
-            }),
-            Err(reason) => findings.problem(&path, reason),
-        }
+        let entry = if is_flyway_name(file_name) {
+            layout::flyway(&path, file_name, findings)
+        } else {
+            layout::plain_or_sectioned(&path, file_name, findings)
+        };
+        found.extend(entry.map(|e| (path, e)));
     }
-    Ok(parts)
+    let layouts: std::collections::BTreeSet<Layout> = found.iter().map(|(_, e)| e.layout).collect();
+    if let Some(wanted) = wanted {
+        let mut parts = Vec::new();
+        for (path, entry) in found {
+            if entry.layout == wanted {
+                parts.extend(entry.parts);
+            } else {
+                findings.problem(
+                    &path,
+                    format!(
+                        "is a {} migration, but `{}` is configured with `format` {wanted}; move it \
+                         to a directory of its own layout",
+                        entry.layout,
+                        dir.display()
+                    ),
+                );
+            }
+        }
+        return Ok(parts);
+    }
+    if layouts.len() > 1 {
+        let listed: Vec<(PathBuf, Layout)> =
+            found.iter().map(|(p, e)| (p.clone(), e.layout)).collect();
+        findings.problem(
+            dir,
+            format!(
+                "mixes migration layouts: {}; one directory holds one tool's layout, so move each \
+                 set into a directory of its own (or name the layout with `format` in dirthara.toml)",
+                describe(&listed)
+            ),
+        );
+        return Ok(Vec::new());
+    }
+    Ok(found.into_iter().flat_map(|(_, e)| e.parts).collect())
 }
 
 /// Groups parts by version, pairs ups with downs, and reports every inconsistency.
@@ -285,7 +339,7 @@ fn file_name(path: &Path) -> String {
 /// A step's text and header, or `None` after reporting why not. A blank down step (empty,
 /// only comments, or `[]`) is a deliberate "reverses nothing"; a blank up step is an error.
 fn read_step(part: &Part, down: bool, findings: &mut Findings) -> Option<(String, Header)> {
-    let text = match read_text(&part.path) {
+    let text = match part.text.clone().map_or_else(|| read_text(&part.path), Ok) {
         Ok(text) => text,
         Err(reason) => {
             findings.problem(&part.path, reason);
@@ -293,7 +347,10 @@ fn read_step(part: &Part, down: bool, findings: &mut Findings) -> Option<(String
         }
     };
     match step_header(part.format, &text, down) {
-        Ok(header) => Some((text, header)),
+        Ok(mut header) => {
+            header.no_transaction |= part.no_transaction;
+            Some((text, header))
+        }
         Err(reason) => {
             findings.problem(&part.path, reason);
             None

@@ -9,6 +9,7 @@
 pub mod commands;
 pub mod directives;
 pub mod files;
+mod layout;
 pub mod migration;
 mod names;
 pub mod sql;
