@@ -28,7 +28,7 @@ use crate::plan::{self, Command, PlanOptions};
 use crate::report::{
     ForceUnlockReport, LockReport, LockState, Preview, PreviewStep, RunReport, StatusReport,
 };
-use crate::source::load_directories_reporting;
+use crate::source::load_sources;
 
 /// What `resolve` records after an operator fixed a migration by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +156,10 @@ impl Migrator {
 
     /// Loads and validates every migration, touching no database.
     pub fn load(&self) -> Result<Vec<Migration>> {
-        let loaded = load_directories_reporting(&self.config.directories)?;
+        let sources: Vec<_> = (self.config.directories.iter())
+            .map(|dir| (dir.clone(), self.config.layouts.get(dir).copied()))
+            .collect();
+        let loaded = load_sources(&sources)?;
         for skipped in loaded.skipped {
             self.events.emit(Event::Warning(Warning {
                 code: Code::SkippedFile,

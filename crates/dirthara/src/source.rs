@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 pub use dirthara_source::files::{
-    check_name, is_blank_commands, parse_commands, Commands, Loaded, Skipped,
+    check_name, is_blank_commands, parse_commands, Commands, Layout, Loaded, Skipped,
 };
 pub use dirthara_source::sql;
 use dirthara_source::SourceError;
@@ -33,6 +33,11 @@ use crate::migration::Migration;
 /// ```
 pub fn load_directories(directories: &[PathBuf]) -> Result<Vec<Migration>> {
     dirthara_source::files::load_directories(directories).map_err(Error::from)
+}
+
+/// Loads directories with their layouts (`None`: detected from the files).
+pub fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
+    dirthara_source::files::load_sources(sources).map_err(Error::from)
 }
 
 /// [`load_directories`], also naming what looks like a migration but was not loaded
