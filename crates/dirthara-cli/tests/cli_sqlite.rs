@@ -1429,11 +1429,16 @@ fn a_non_utf8_migration_file_is_refused() {
 }
 
 #[test]
-fn version_0_is_refused() {
+fn version_0_is_a_real_migration_and_to_0_keeps_it() {
     let p = Project::new();
+    p.table_migration(0, "create_z", "z");
     p.table_migration(1, "create_a", "a");
-    p.irreversible(0, "zero", "CREATE TABLE z (id INT);\n");
-    assert_refused(&p, "0_zero.sql");
+    p.unlocked(DB, &["migrate"]).success();
+    assert_eq!(states(&p), st(&[(0, "applied"), (1, "applied")]));
+    p.unlocked(DB, &["to", "0"]).success();
+    assert_eq!(states(&p), st(&[(0, "applied"), (1, "pending")]));
+    p.unlocked(DB, &["rollback", "--all"]).success();
+    assert_eq!(states(&p), st(&[(0, "pending"), (1, "pending")]));
 }
 
 #[test]

@@ -41,6 +41,7 @@ fn directory(input: &str) -> Result<String, String> {
 
 fn expand(input: &str, root: &Path) -> Result<String, String> {
     let dir = root.join(directory(input)?);
+    // Every bad file at once, as at run time (the error lists one per line).
     let migrations = dirthara_source::files::load_directories(std::slice::from_ref(&dir))
         .map_err(|e| format!("embed_migrations!: {e}"))?;
     let mut code = String::from("{\n");
@@ -133,6 +134,16 @@ mod tests {
         assert!(err.contains("two migrations have version 1"), "{err}");
         let err = expand("\"fixtures/missing\"", &fixtures()).unwrap_err();
         assert!(err.contains("cannot read migration directory"), "{err}");
+        let err = expand("\"fixtures/several-bad\"", &fixtures()).unwrap_err();
+        for needle in [
+            "4 problems",
+            "2_empty.up.sql: is empty",
+            "3_orphan.down.sql: a down step without its up step",
+            "4_directive.sql: unknown directive",
+            "x_bad.sql: the version `x` is not a number",
+        ] {
+            assert!(err.contains(needle), "{needle}: {err}");
+        }
         let err = expand("migrations", &fixtures()).unwrap_err();
         assert!(err.contains("plain string literal"), "{err}");
     }

@@ -1,42 +1,62 @@
 //! The migration file formats of [dirthara](https://docs.rs/dirthara), with no database
 //! and no async: what a migration is ([`migration`]) and how files become migrations
 //! ([`files`]) — names, header directives, JSON command documents, checksums, and every
-//! refusal of bad input.
+//! refusal of bad input — plus the SQL tokenizer the engine runs files with ([`sql`]).
 //!
 //! It is its own crate so that `dirthara` (at run time) and `embed_migrations!` (at compile
 //! time) apply exactly the same rules.
 
+pub mod commands;
+pub mod directives;
 pub mod files;
+mod layout;
 pub mod migration;
+mod names;
+pub mod sql;
 
 use std::fmt;
 use std::path::PathBuf;
 
+/// One bad file and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub file: PathBuf,
+    /// Why, and how to fix it.
+    pub reason: String,
+}
+
 /// Why migrations could not be loaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SourceError {
-    /// A migration file is malformed; `reason` says why and how to fix it.
-    Invalid { file: PathBuf, reason: String },
+    /// Migration files are malformed: every one found in the run (never empty).
+    Invalid(Vec<Problem>),
     /// A migration directory cannot be read.
     Directory { dir: PathBuf, message: String },
-}
-
-impl SourceError {
-    pub(crate) fn invalid(file: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
-        SourceError::Invalid {
-            file: file.into(),
-            reason: reason.into(),
-        }
-    }
 }
 
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SourceError::Invalid { file, reason } => write!(f, "{}: {reason}", file.display()),
+            SourceError::Invalid(problems) => write_problems(f, problems),
             SourceError::Directory { message, .. } => f.write_str(message),
         }
     }
+}
+
+/// One problem as `file: reason`; several as a count, then one `file: reason` per line.
+pub fn write_problems(f: &mut impl fmt::Write, problems: &[Problem]) -> fmt::Result {
+    if let [one] = problems {
+        return write!(f, "{}: {}", one.file.display(), one.reason);
+    }
+    write!(
+        f,
+        "{} problems in the migration files (nothing was run):",
+        problems.len()
+    )?;
+    for p in problems {
+        write!(f, "\n  {}: {}", p.file.display(), p.reason)?;
+    }
+    Ok(())
 }
 
 impl std::error::Error for SourceError {}

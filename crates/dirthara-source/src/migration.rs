@@ -39,7 +39,8 @@ pub enum StepFormat {
 /// One migration, loaded and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Migration {
-    /// 1 ..= i64::MAX; 0 is reserved for "before the first migration".
+    /// 0 ..= i64::MAX. `to 0` means "before the first migration" unless a migration 0
+    /// exists (sqlx, golang-migrate and Diesel allow one); then it targets that migration.
     pub version: i64,
     pub name: String,
     /// The forward step (SQL text).

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+pub use dirthara_source::files::Layout;
+
 use crate::error::{Error, Result};
 use crate::history::DEFAULT_HISTORY_TABLE;
 use crate::migration::DEFAULT_CONNECTION;
@@ -77,6 +79,9 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 pub struct Config {
     /// Directories to load migrations from, in order. An empty list loads nothing.
     pub directories: Vec<PathBuf>,
+    /// The layout of a directory named with `format` (`{ path = "legacy", format = "goose" }`);
+    /// a directory not in it has its layout detected from its files.
+    pub layouts: BTreeMap<PathBuf, Layout>,
     pub locking: Locking,
     /// `None`: the strategy's default (session locks wait forever, leases not at all).
     pub lock_wait: Option<LockWait>,
@@ -100,6 +105,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             directories: vec![PathBuf::from("migrations")],
+            layouts: BTreeMap::new(),
             locking: Locking::Auto,
             lock_wait: None,
             lock_ttl: Duration::from_secs(30 * 60),
@@ -113,11 +119,19 @@ impl Default for Config {
     }
 }
 
+/// One entry of `directories`: a path, or `{ path = "...", format = "goose" }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DirectoryEntry {
+    Path(PathBuf),
+    WithFormat { path: PathBuf, format: String },
+}
+
 /// The file format (`dirthara.toml`). Unknown keys are refused, so a typo is not ignored.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ConfigFile {
-    directories: Option<Vec<PathBuf>>,
+    directories: Option<Vec<DirectoryEntry>>,
     locking: Option<toml::Value>,
     lock_wait: Option<toml::Value>,
     lock_ttl: Option<toml::Value>,
@@ -180,7 +194,23 @@ impl Config {
             Error::config(format!("{origin}: `{key}` must be {expected}"))
         };
         if let Some(dirs) = file.directories {
-            self.directories = dirs.into_iter().map(|d| base.join(d)).collect();
+            self.directories.clear();
+            self.layouts.clear();
+            for entry in dirs {
+                match entry {
+                    DirectoryEntry::Path(path) => self.directories.push(base.join(path)),
+                    DirectoryEntry::WithFormat { path, format } => {
+                        let layout = Layout::parse(&format).ok_or_else(|| {
+                            bad(
+                                &format!("format` of `{}", path.display()),
+                                &format!("one of {}, not `{format}`", Layout::NAMES),
+                            )
+                        })?;
+                        self.directories.push(base.join(&path));
+                        self.layouts.insert(base.join(path), layout);
+                    }
+                }
+            }
         }
         if let Some(value) = file.locking {
             self.locking = match value {
@@ -433,6 +463,34 @@ mod tests {
             assert_eq!(err.code(), crate::Code::ConfigError);
             assert!(err.to_string().contains(needle), "{err}");
         }
+    }
+
+    #[test]
+    fn a_directory_may_name_its_layout() {
+        let mut c = Config::default();
+        c.merge_toml(
+            "directories = [\"db\", { path = \"legacy\", format = \"goose\" }]",
+            "dirthara.toml",
+            Path::new("/p"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.directories,
+            [PathBuf::from("/p/db"), PathBuf::from("/p/legacy")]
+        );
+        assert_eq!(
+            c.layouts.into_iter().collect::<Vec<_>>(),
+            [(PathBuf::from("/p/legacy"), Layout::Goose)]
+        );
+        let err = Config::default()
+            .merge_toml(
+                "directories = [{ path = \"x\", format = \"liquibase\" }]",
+                "dirthara.toml",
+                Path::new(""),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("not `liquibase`"), "{err}");
+        assert!(err.to_string().contains("`goose`"), "{err}");
     }
 
     #[test]

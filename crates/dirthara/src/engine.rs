@@ -16,8 +16,8 @@ use tokio::sync::watch;
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
 use crate::code::RustMigration;
 use crate::config::{validate_table_name, Config, LockWait};
-use crate::error::{Error, ErrorKind, Result};
-use crate::events::{Event, EventSink};
+use crate::error::{Code, Error, ErrorKind, Result};
+use crate::events::{Event, EventSink, Warning};
 use crate::history::AppliedMigration;
 use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseObservation, LeaseRequest};
 use crate::lock::{
@@ -28,7 +28,7 @@ use crate::plan::{self, Command, PlanOptions};
 use crate::report::{
     ForceUnlockReport, LockReport, LockState, Preview, PreviewStep, RunReport, StatusReport,
 };
-use crate::source::load_directories;
+use crate::source::load_sources;
 
 /// What `resolve` records after an operator fixed a migration by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +156,21 @@ impl Migrator {
 
     /// Loads and validates every migration, touching no database.
     pub fn load(&self) -> Result<Vec<Migration>> {
-        let mut migrations = load_directories(&self.config.directories)?;
+        let sources: Vec<_> = (self.config.directories.iter())
+            .map(|dir| (dir.clone(), self.config.layouts.get(dir).copied()))
+            .collect();
+        let loaded = load_sources(&sources)?;
+        for skipped in loaded.skipped {
+            self.events.emit(Event::Warning(Warning {
+                code: Code::SkippedFile,
+                message: format!(
+                    "{} was not loaded: {}",
+                    skipped.path.display(),
+                    skipped.reason
+                ),
+            }));
+        }
+        let mut migrations = loaded.migrations;
         for extra in &self.extra {
             if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
                 return Err(Error::invalid(

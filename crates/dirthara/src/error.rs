@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+pub use dirthara_source::Problem;
+
 use crate::migration::Direction;
 use crate::report::StepReport;
 
@@ -29,6 +31,8 @@ pub enum Code {
     ConfigError,
     ConnectionError,
     HistoryError,
+    /// Warning: something in a migration directory looks like a migration but was not loaded.
+    SkippedFile,
 }
 
 impl Code {
@@ -51,6 +55,7 @@ impl Code {
             Code::ConfigError => "CONFIG_ERROR",
             Code::ConnectionError => "CONNECTION_ERROR",
             Code::HistoryError => "HISTORY_ERROR",
+            Code::SkippedFile => "SKIPPED_FILE",
         }
     }
 }
@@ -117,8 +122,9 @@ pub enum ErrorKind {
     Irreversible { version: i64, name: String },
     /// A target version names no known migration.
     UnknownVersion { version: i64 },
-    /// A migration file (or embedded migration) is malformed.
-    InvalidMigration { file: PathBuf, reason: String },
+    /// Migration files (or embedded migrations) are malformed: every bad file found in one
+    /// run with its reason, never empty.
+    InvalidMigration { problems: Vec<Problem> },
     /// The configuration is unusable.
     Config { message: String },
     /// A database could not be reached.
@@ -223,8 +229,10 @@ impl Error {
 
     pub(crate) fn invalid(file: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidMigration {
-            file: file.into(),
-            reason: reason.into(),
+            problems: vec![Problem {
+                file: file.into(),
+                reason: reason.into(),
+            }],
         })
     }
 
@@ -381,8 +389,8 @@ impl fmt::Display for Error {
                 "no migration has version {version}; nothing was changed. `dirthara status` lists the \
                  versions (0 means before the first migration)"
             ),
-            ErrorKind::InvalidMigration { file, reason } => {
-                write!(f, "{}: {reason}", file.display())
+            ErrorKind::InvalidMigration { problems } => {
+                dirthara_source::write_problems(f, problems)
             }
             ErrorKind::Config { message } => f.write_str(message),
             ErrorKind::Connection {

@@ -99,7 +99,7 @@ pub use dirthara_macros::embed_migrations;
 pub use code::RustMigration;
 pub use config::{Config, LockWait, Locking};
 pub use engine::{Migrator, Resolution};
-pub use error::{Code, Error, ErrorKind, Result};
+pub use error::{Code, Error, ErrorKind, Problem, Result};
 pub use events::{Event, EventSink, LockHolder, Warning};
 pub use migration::{Direction, Migration};
 pub use plan::{Command, RollbackScope};

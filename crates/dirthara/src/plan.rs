@@ -19,7 +19,8 @@ pub enum RollbackScope {
     LastBatch,
     /// The N most recently applied migrations.
     Steps(usize),
-    /// Every migration applied after version V (V stays applied; 0 reverses everything).
+    /// Every migration applied after version V (V stays applied; 0 reverses everything
+    /// unless a migration 0 exists, which then stays applied).
     To(i64),
     /// Every applied migration.
     All,
@@ -30,7 +31,8 @@ pub enum RollbackScope {
 pub enum Command {
     Migrate,
     Rollback(RollbackScope),
-    /// Move to version V: up through V, or down until V is the newest applied (0 = empty).
+    /// Move to version V: up through V, or down until V is the newest applied (0 = empty,
+    /// unless a migration 0 exists: then it is the target like any other version).
     MigrateTo(i64),
     Refresh,
     Fresh,
@@ -143,7 +145,10 @@ pub fn plan<'a>(
                 rollback_set(&by_version, applied, scope)?,
                 Vec::new(),
             ),
-            Command::MigrateTo(0) => (
+            // `to 0` means "before the first migration", unless a migration 0 exists (sqlx,
+            // golang-migrate and Diesel allow one): then it is a target like any other, and
+            // `rollback --all` is how to reverse everything.
+            Command::MigrateTo(0) if !by_version.contains_key(&0) => (
                 false,
                 rollback_set(&by_version, applied, RollbackScope::All)?,
                 Vec::new(),

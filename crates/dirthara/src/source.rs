@@ -4,10 +4,13 @@
 
 use std::path::PathBuf;
 
-pub use dirthara_source::files::{check_name, parse_commands, Commands};
+pub use dirthara_source::files::{
+    check_name, is_blank_commands, parse_commands, Commands, Layout, Loaded, Skipped,
+};
+pub use dirthara_source::sql;
 use dirthara_source::SourceError;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::migration::Migration;
 
 /// Loads every migration in `directories`, in order, and validates the set as a whole;
@@ -32,10 +35,21 @@ pub fn load_directories(directories: &[PathBuf]) -> Result<Vec<Migration>> {
     dirthara_source::files::load_directories(directories).map_err(Error::from)
 }
 
+/// Loads directories with their layouts (`None`: detected from the files).
+pub fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
+    dirthara_source::files::load_sources(sources).map_err(Error::from)
+}
+
+/// [`load_directories`], also naming what looks like a migration but was not loaded
+/// (`Migrator::load` turns each into a `SKIPPED_FILE` warning).
+pub fn load_directories_reporting(directories: &[PathBuf]) -> Result<Loaded> {
+    dirthara_source::files::load_directories_reporting(directories).map_err(Error::from)
+}
+
 impl From<SourceError> for Error {
     fn from(error: SourceError) -> Self {
         match error {
-            SourceError::Invalid { file, reason } => Error::invalid(file, reason),
+            SourceError::Invalid(problems) => Error::new(ErrorKind::InvalidMigration { problems }),
             SourceError::Directory { message, .. } => Error::config(message),
         }
     }

@@ -393,6 +393,31 @@ fn migrate_to_zero_reverses_everything() {
 }
 
 #[test]
+fn migrate_to_zero_targets_a_real_migration_zero_and_rollback_all_reverses_it() {
+    let available = vec![m(0), m(1), m(2)];
+    let history = vec![
+        rec(&available[0], 1),
+        rec(&available[1], 1),
+        rec(&available[2], 2),
+    ];
+    let planned = plan_ok(&available, &history, Command::MigrateTo(0));
+    assert_eq!(steps_of(&planned), downs(&[2, 1]));
+    let planned = plan_ok(
+        &available,
+        &history,
+        Command::Rollback(RollbackScope::To(0)),
+    );
+    assert_eq!(steps_of(&planned), downs(&[2, 1]));
+    let planned = plan_ok(&available, &history, Command::Rollback(RollbackScope::All));
+    assert_eq!(steps_of(&planned), downs(&[2, 1, 0]));
+    // From an empty history, `to 0` applies migration 0 and nothing after it.
+    let planned = plan_ok(&available, &[], Command::MigrateTo(0));
+    assert_eq!(steps_of(&planned), ups(&[0]));
+    let planned = plan_ok(&available, &[], Command::Migrate);
+    assert_eq!(steps_of(&planned), ups(&[0, 1, 2]));
+}
+
+#[test]
 fn migrate_to_unknown_version_is_unknown_version() {
     let available = vec![m(1), m(2)];
     let history = vec![rec(&available[0], 1)];

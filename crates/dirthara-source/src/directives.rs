@@ -1,0 +1,102 @@
+//! Header directives: `-- dirthara:no-transaction` and `-- dirthara:connection <name>` in the
+//! leading comment lines of a SQL step.
+
+/// The prefix of every header directive, e.g. `-- dirthara:no-transaction`.
+const DIRECTIVE_PREFIX: &str = "dirthara:";
+
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Header {
+    pub no_transaction: bool,
+    pub connection: Option<String>,
+}
+
+/// Reads the `-- dirthara:...` directives from the leading comment lines of a file.
+/// `Err` is the reason, for the caller to attach to the file.
+pub fn parse_directives(text: &str) -> Result<Header, String> {
+    let mut header = Header::default();
+    for line in text.trim_start_matches('\u{feff}').lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some(comment) = line.strip_prefix("--") else {
+            break; // the header ends at the first statement
+        };
+        let Some(directive) = comment.trim().strip_prefix(DIRECTIVE_PREFIX) else {
+            continue;
+        };
+        let mut words = directive.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("no-transaction"), None, _) => header.no_transaction = true,
+            (Some("connection"), Some(name), None) => {
+                if !valid_connection_name(name) {
+                    return Err(format!(
+                        "`-- dirthara:connection {name}`: a connection name uses letters, digits, `_` and `-`"
+                    ));
+                }
+                if header.connection.replace(name.to_string()).is_some() {
+                    return Err("declares `-- dirthara:connection` twice".into());
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown directive `-- {DIRECTIVE_PREFIX}{}`; the known ones are \
+                     `-- dirthara:no-transaction` and `-- dirthara:connection <name>`",
+                    directive.trim()
+                ))
+            }
+        }
+    }
+    Ok(header)
+}
+
+pub fn valid_connection_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_are_read_from_the_leading_comments_only() {
+        let h = parse_directives(
+            "-- a comment\n-- dirthara:no-transaction\n--dirthara:connection analytics\n\nCREATE INDEX;\n-- dirthara:bogus\n",
+        )
+        .unwrap();
+        assert_eq!(
+            h,
+            Header {
+                no_transaction: true,
+                connection: Some("analytics".into())
+            }
+        );
+        assert_eq!(parse_directives("SELECT 1;").unwrap(), Header::default());
+    }
+
+    #[test]
+    fn unknown_or_malformed_directives_are_refused() {
+        for (text, needle) in [
+            (
+                "-- dirthara:no-transactions\nSELECT 1;",
+                "unknown directive",
+            ),
+            ("-- dirthara:connection\nSELECT 1;", "unknown directive"),
+            ("-- dirthara:connection a b\nSELECT 1;", "unknown directive"),
+            (
+                "-- dirthara:connection a\n-- dirthara:connection b\nSELECT 1;",
+                "twice",
+            ),
+            (
+                "-- dirthara:connection bad.name\nSELECT 1;",
+                "connection name",
+            ),
+        ] {
+            let err = parse_directives(text).unwrap_err();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+}

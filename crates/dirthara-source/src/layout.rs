@@ -1,0 +1,370 @@
+//! Other tools' layouts: which tool's files a directory holds, and how each file becomes
+//! the up and down parts of a migration. Every part then goes through the same validation,
+//! directives and checksum as dirthara's own files (see [`crate::files`]).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::files::{read_text, Findings, Part};
+use crate::migration::StepFormat;
+use crate::names::{check_name, format_of, parse_plain, parse_version, Role};
+
+/// A directory's file layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Layout {
+    /// `<version>_<name>.up.sql` + `.down.sql`, or `<version>_<name>.sql`: dirthara, sqlx,
+    /// golang-migrate.
+    Plain,
+    /// Folders `<version>_<name>/up.sql` + `down.sql`.
+    Diesel,
+    /// `<version>_<name>.sql` with `-- migrate:up` / `-- migrate:down` sections.
+    Dbmate,
+    /// `<version>_<name>.sql` with `-- +goose Up` / `-- +goose Down` sections.
+    Goose,
+    /// `V<version>__<name>.sql`, undo files `U<version>__<name>.sql` as downs.
+    Flyway,
+}
+
+impl Layout {
+    /// The names accepted for `format` in `dirthara.toml`.
+    pub fn parse(name: &str) -> Option<Layout> {
+        Some(match name {
+            "dirthara" | "sqlx" | "golang-migrate" => Layout::Plain,
+            "diesel" => Layout::Diesel,
+            "dbmate" => Layout::Dbmate,
+            "goose" => Layout::Goose,
+            "flyway" => Layout::Flyway,
+            _ => return None,
+        })
+    }
+
+    pub const NAMES: &'static str = "`dirthara` (also `sqlx`, `golang-migrate`), `diesel`, \
+                                     `dbmate`, `goose` or `flyway`";
+}
+
+impl fmt::Display for Layout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layout::Plain => "dirthara/sqlx/golang-migrate",
+            Layout::Diesel => "diesel",
+            Layout::Dbmate => "dbmate",
+            Layout::Goose => "goose",
+            Layout::Flyway => "flyway",
+        })
+    }
+}
+
+/// The parts one directory entry holds, and the layout they belong to.
+pub(crate) struct Entry {
+    pub layout: Layout,
+    pub parts: Vec<Part>,
+}
+
+fn part(
+    parsed: (i64, String, Role),
+    format: StepFormat,
+    path: &Path,
+    text: Option<String>,
+) -> Part {
+    Part {
+        version: parsed.0,
+        name: parsed.1,
+        role: parsed.2,
+        format,
+        path: path.to_path_buf(),
+        text,
+        no_transaction: false,
+    }
+}
+
+/// A Diesel folder: `<version>_<name>/up.sql` (+ `down.sql`); the version's dashes
+/// (`2022-07-27-110000`) are dropped, which keeps the order of Diesel's timestamps.
+pub(crate) fn diesel(dir: &Path, folder: &str, findings: &mut Findings) -> Option<Entry> {
+    let (version, name) = match folder.split_once('_') {
+        Some((v, name)) => (v.replace('-', ""), name),
+        None => (String::new(), folder),
+    };
+    let parsed = parse_version(&version)
+        .and_then(|v| check_name(name).map(|()| v))
+        .map_err(|reason| {
+            format!("{reason}: a Diesel migration folder is `<version>_<name>`, e.g. `2024-01-01-120000_create_users`")
+        });
+    let version = match parsed {
+        Ok(v) => v,
+        Err(reason) => {
+            findings.problem(dir, reason);
+            return None;
+        }
+    };
+    // Diesel's `metadata.toml` may turn the transaction off for the migration.
+    let no_transaction = std::fs::read_to_string(dir.join("metadata.toml")).is_ok_and(|t| {
+        t.lines()
+            .any(|l| l.split_whitespace().collect::<String>() == "run_in_transaction=false")
+    });
+    let mut parts = vec![part(
+        (version, name.into(), Role::Up),
+        StepFormat::Sql,
+        &dir.join("up.sql"),
+        None,
+    )];
+    if dir.join("down.sql").is_file() {
+        parts.push(part(
+            (version, name.into(), Role::Down),
+            StepFormat::Sql,
+            &dir.join("down.sql"),
+            None,
+        ));
+    }
+    for p in &mut parts {
+        p.no_transaction = no_transaction;
+    }
+    Some(Entry {
+        layout: Layout::Diesel,
+        parts,
+    })
+}
+
+/// Flyway: `V<n>__<name>.sql` (up), `U<n>__<name>.sql` (undo, as the down step);
+/// repeatable `R__` files and dotted versions are refused.
+pub(crate) fn flyway(path: &Path, file_name: &str, findings: &mut Findings) -> Option<Entry> {
+    let stem = file_name.strip_suffix(".sql")?;
+    let (kind, rest) = stem.split_at(1);
+    let (version, name) = rest.split_once("__")?;
+    if kind == "R" && version.is_empty() {
+        findings.problem(
+            path,
+            "a Flyway repeatable migration (`R__`): dirthara runs every migration once, in version \
+             order; make it a versioned `V<n>__` migration (re-run it by adding a new one when it \
+             changes) or move it out of the migration directories",
+        );
+        return None;
+    }
+    let role = match kind {
+        "V" => Role::Up,
+        "U" => Role::Down,
+        _ => return None,
+    };
+    if version.contains(['.', '_']) {
+        findings.problem(
+            path,
+            format!(
+                "the dotted Flyway version `{version}` has no integer that keeps Flyway's order for \
+                 every later file; rename it (and its `U` file) to an integer version that sorts \
+                 where it belongs, e.g. `{kind}{}__{name}.sql`, keeping later versions larger",
+                version.replace(['.', '_'], "0")
+            ),
+        );
+        return None;
+    }
+    match parse_version(version).and_then(|v| check_name(name).map(|()| v)) {
+        Ok(v) => Some(Entry {
+            layout: Layout::Flyway,
+            parts: vec![part((v, name.into(), role), StepFormat::Sql, path, None)],
+        }),
+        Err(reason) => {
+            findings.problem(
+                path,
+                format!("{reason}: a Flyway migration is `V<version>__<name>.sql`"),
+            );
+            None
+        }
+    }
+}
+
+/// Whether a file name is Flyway's (`V1__x.sql`, `U1__x.sql`, `R__x.sql`).
+pub(crate) fn is_flyway_name(file_name: &str) -> bool {
+    let mut chars = file_name.chars();
+    matches!(chars.next(), Some('V' | 'U' | 'R'))
+        && file_name.ends_with(".sql")
+        && file_name[1..].split_once("__").is_some_and(|(v, _)| {
+            v.chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == '_')
+        })
+}
+
+/// A `<version>_<name>.sql|.json` or `.up/.down` file: plain, or a dbmate / goose file with
+/// sections, told apart by its content.
+pub(crate) fn plain_or_sectioned(
+    path: &Path,
+    file_name: &str,
+    findings: &mut Findings,
+) -> Option<Entry> {
+    let parsed = match parse_plain(file_name) {
+        Ok(parsed) => parsed,
+        Err(reason) => {
+            findings.problem(path, reason);
+            return None;
+        }
+    };
+    let key = (parsed.version, parsed.name.clone(), parsed.role);
+    if parsed.role != Role::UpOnly || format_of(file_name) != Some(StepFormat::Sql) {
+        return Some(Entry {
+            layout: Layout::Plain,
+            parts: vec![part(key, parsed.format, path, None)],
+        });
+    }
+    let text = match read_text(path) {
+        Ok(text) => text,
+        Err(reason) => {
+            findings.problem(path, reason);
+            return None;
+        }
+    };
+    let sections = if let Some(s) = dbmate_sections(&text) {
+        Some((Layout::Dbmate, s))
+    } else {
+        goose_sections(&text).map(|s| (Layout::Goose, s))
+    };
+    let Some((layout, sections)) = sections else {
+        return Some(Entry {
+            layout: Layout::Plain,
+            parts: vec![part(key, parsed.format, path, Some(text))],
+        });
+    };
+    let sections = match sections {
+        Ok(s) => s,
+        Err(reason) => {
+            findings.problem(path, reason);
+            return None;
+        }
+    };
+    let mut up = part(
+        (key.0, key.1.clone(), Role::Up),
+        StepFormat::Sql,
+        path,
+        Some(sections.up),
+    );
+    up.no_transaction = sections.up_no_transaction;
+    let mut parts = vec![up];
+    if let Some(down) = sections.down {
+        let mut down = part(
+            (key.0, key.1, Role::Down),
+            StepFormat::Sql,
+            path,
+            Some(down),
+        );
+        down.no_transaction = sections.down_no_transaction;
+        parts.push(down);
+    }
+    Some(Entry { layout, parts })
+}
+
+/// The up and down texts of a sectioned file.
+pub(crate) struct Sections {
+    pub up: String,
+    pub down: Option<String>,
+    pub up_no_transaction: bool,
+    pub down_no_transaction: bool,
+}
+
+/// Lines with the byte offset just after each (its `\n` included).
+fn lines_with_ends(text: &str) -> impl Iterator<Item = (&str, usize, usize)> {
+    let mut start = 0;
+    text.split_inclusive('\n').map(move |line| {
+        let begin = start;
+        start += line.len();
+        (line.trim_end_matches(['\n', '\r']), begin, start)
+    })
+}
+
+/// dbmate: `-- migrate:up [transaction:false]` then `-- migrate:down [transaction:false]`.
+/// The up text is exactly the lines between the markers, so its checksum is that of the
+/// same text in a plain `.up.sql` file. `None`: not a dbmate file.
+pub(crate) fn dbmate_sections(text: &str) -> Option<Result<Sections, String>> {
+    let mut up: Option<(usize, bool)> = None;
+    let mut down: Option<(usize, usize, bool)> = None;
+    for (line, begin, end) in lines_with_ends(text) {
+        let Some(rest) = line.trim_end().strip_prefix("-- migrate:") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let which = words.next().unwrap_or_default();
+        let mut no_transaction = false;
+        for option in words {
+            match option {
+                "transaction:false" => no_transaction = true,
+                "transaction:true" => {}
+                other => return Some(Err(format!("unknown dbmate option `{other}` on `{line}`; dirthara knows `transaction:false`"))),
+            }
+        }
+        match which {
+            "up" if up.is_none() && down.is_none() => up = Some((end, no_transaction)),
+            "down" if up.is_some() && down.is_none() => down = Some((begin, end, no_transaction)),
+            _ => return Some(Err(format!("unexpected `{line}`: a dbmate file has one `-- migrate:up` section, then at most one `-- migrate:down`"))),
+        }
+    }
+    if up.is_none() && down.is_none() {
+        return None;
+    }
+    let (up_start, up_no_tx) = up?;
+    let up_end = down.map_or(text.len(), |d| d.0);
+    Some(Ok(Sections {
+        up: text[up_start..up_end].to_string(),
+        down: down.map(|d| text[d.1..].to_string()),
+        up_no_transaction: up_no_tx,
+        down_no_transaction: down.is_some_and(|d| d.2),
+    }))
+}
+
+/// goose: `-- +goose Up` / `-- +goose Down` (any case), `-- +goose NO TRANSACTION`.
+/// `StatementBegin`/`StatementEnd` lines are dropped: they only told goose's splitter to
+/// keep a routine body whole, which dirthara's tokenizer does on its own.
+pub(crate) fn goose_sections(text: &str) -> Option<Result<Sections, String>> {
+    let mut up: Option<String> = None;
+    let mut down: Option<String> = None;
+    let mut no_transaction = false;
+    let mut seen = false;
+    for (line, begin, end) in lines_with_ends(text) {
+        let annotation = line
+            .get(..9)
+            .filter(|p| p.eq_ignore_ascii_case("-- +goose"))
+            .map(|_| {
+                line[9..]
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .to_ascii_lowercase()
+            });
+        match annotation.as_deref() {
+            Some("up") if up.is_none() && down.is_none() => up = Some(String::new()),
+            Some("down") if up.is_some() && down.is_none() => down = Some(String::new()),
+            Some("no transaction") => no_transaction = true,
+            Some("statementbegin" | "statementend") => {}
+            Some(other) => return Some(Err(format!("unsupported or misplaced goose annotation `-- +goose {other}`; dirthara knows Up, Down, StatementBegin, StatementEnd and NO TRANSACTION"))),
+            None => match (&mut up, &mut down) {
+                (_, Some(d)) => d.push_str(&text[begin..end]),
+                (Some(u), None) => u.push_str(&text[begin..end]),
+                (None, None) => {}
+            },
+        }
+        seen |= annotation.is_some();
+    }
+    if !seen {
+        return None;
+    }
+    let Some(up) = up else {
+        return Some(Err(
+            "a goose file without `-- +goose Up`; add it above the up statements".into(),
+        ));
+    };
+    Some(Ok(Sections {
+        up,
+        down,
+        up_no_transaction: no_transaction,
+        down_no_transaction: no_transaction,
+    }))
+}
+
+/// Where a directory's entries are, for messages.
+pub(crate) fn describe(entries: &[(PathBuf, Layout)]) -> String {
+    entries
+        .iter()
+        .map(|(p, l)| {
+            format!(
+                "`{}` ({l})",
+                p.file_name().unwrap_or_default().to_string_lossy()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

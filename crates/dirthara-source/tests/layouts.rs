@@ -1,0 +1,222 @@
+//! Other tools' layouts load to the same migrations as their plain-layout twin, through the
+//! same rules; mixed, ambiguous and unsupported directories are refused with the files named.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use dirthara_source::files::{load_directories, load_sources, Layout};
+use dirthara_source::migration::Migration;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// What must be equal between twins: everything but where the files are.
+fn essence(m: &Migration) -> impl PartialEq + std::fmt::Debug + '_ {
+    (
+        m.version,
+        m.name.as_str(),
+        m.up.as_str(),
+        m.down.as_deref(),
+        m.transactional,
+        m.checksum.as_str(),
+        m.format,
+    )
+}
+
+#[test]
+fn every_layout_loads_to_the_same_migrations_as_its_plain_twin() {
+    let plain = load_directories(&[fixture("plain")]).unwrap();
+    assert_eq!(plain.len(), 3);
+    assert_eq!(
+        plain[1].down.as_deref(),
+        Some("-- nothing to undo: the rows may stay\n")
+    );
+    assert_eq!(plain[2].down, None);
+    for (layout, name) in [
+        (Layout::Diesel, "diesel"),
+        (Layout::Dbmate, "dbmate"),
+        (Layout::Goose, "goose"),
+        (Layout::Flyway, "flyway"),
+    ] {
+        // Detected from the files, and named explicitly: the same result.
+        let detected = load_directories(&[fixture(name)]).unwrap();
+        let named = load_sources(&[(fixture(name), Some(layout))]).unwrap();
+        assert_eq!(detected, named.migrations, "{name}");
+        assert!(named.skipped.is_empty(), "{name}: {:?}", named.skipped);
+        let ours: Vec<_> = detected.iter().map(essence).collect();
+        let twins: Vec<_> = plain.iter().map(essence).collect();
+        assert_eq!(ours, twins, "{name}");
+    }
+}
+
+fn write(dir: &Path, name: &str, contents: &str) {
+    let path = dir.join(name);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, contents).unwrap();
+}
+
+fn error_of(dirs: &[(PathBuf, Option<Layout>)]) -> String {
+    load_sources(dirs).unwrap_err().to_string()
+}
+
+#[test]
+fn native_transaction_switches_turn_the_transaction_off() {
+    for (name, contents) in [
+        ("1_a.sql", "-- migrate:up transaction:false\nCREATE INDEX i ON t (a);\n-- migrate:down\nDROP INDEX i;\n"),
+        ("1_a.sql", "-- +goose NO TRANSACTION\n-- +goose Up\nCREATE INDEX i ON t (a);\n-- +goose Down\nDROP INDEX i;\n"),
+        ("1_a/up.sql", "CREATE INDEX i ON t (a);\n"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), name, contents);
+        if name.starts_with("1_a/") {
+            write(dir.path(), "1_a/metadata.toml", "run_in_transaction = false\n");
+        }
+        let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        assert!(!loaded[0].transactional, "{contents}");
+        assert_eq!(loaded[0].up, "CREATE INDEX i ON t (a);\n");
+    }
+}
+
+#[test]
+fn diesel_versions_drop_their_dashes_and_the_initial_setup_is_version_0() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "00000000000000_diesel_initial_setup/up.sql",
+        "SELECT 1;\n",
+    );
+    write(
+        dir.path(),
+        "00000000000000_diesel_initial_setup/down.sql",
+        "SELECT 0;\n",
+    );
+    write(
+        dir.path(),
+        "2022-07-27-110000_create_posts/up.sql",
+        "SELECT 2;\n",
+    );
+    write(
+        dir.path(),
+        "20220801120000_create_tags/up.sql",
+        "SELECT 3;\n",
+    );
+    let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+    let versions: Vec<_> = loaded
+        .iter()
+        .map(|m| (m.version, m.name.as_str()))
+        .collect();
+    assert_eq!(
+        versions,
+        [
+            (0, "diesel_initial_setup"),
+            (20220727110000, "create_posts"),
+            (20220801120000, "create_tags")
+        ]
+    );
+}
+
+#[test]
+fn a_directory_mixing_layouts_is_refused_naming_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "1_a.up.sql", "SELECT 1;\n");
+    write(dir.path(), "2_b.sql", "-- +goose Up\nSELECT 2;\n");
+    write(dir.path(), "V3__c.sql", "SELECT 3;\n");
+    let err = error_of(&[(dir.path().to_path_buf(), None)]);
+    for needle in [
+        "mixes migration layouts",
+        "`1_a.up.sql` (dirthara/sqlx/golang-migrate)",
+        "`2_b.sql` (goose)",
+        "`V3__c.sql` (flyway)",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // Named explicitly, the files of other layouts are named one by one.
+    let err = error_of(&[(dir.path().to_path_buf(), Some(Layout::Goose))]);
+    assert!(err.starts_with("2 problems"), "{err}");
+    assert!(
+        err.contains("1_a.up.sql: is a dirthara/sqlx/golang-migrate migration"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_diesel_folder_in_a_directory_named_otherwise_is_skipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "1_a.up.sql", "SELECT 1;\n");
+    write(dir.path(), "2_b/up.sql", "SELECT 2;\n");
+    let loaded = load_sources(&[(dir.path().to_path_buf(), Some(Layout::Plain))]).unwrap();
+    assert_eq!(loaded.migrations.len(), 1);
+    assert_eq!(loaded.skipped[0].path, dir.path().join("2_b"));
+    // Detected, the same directory is a mix.
+    assert!(error_of(&[(dir.path().to_path_buf(), None)]).contains("mixes"));
+}
+
+#[test]
+fn flyway_repeatables_dotted_versions_and_bad_sections_are_refused() {
+    for (name, contents, needle) in [
+        (
+            "R__views.sql",
+            "CREATE VIEW v AS SELECT 1;",
+            "repeatable migration",
+        ),
+        ("V1.1__x.sql", "SELECT 1;", "dotted Flyway version `1.1`"),
+        ("V1_2__x.sql", "SELECT 1;", "dotted Flyway version `1_2`"),
+        (
+            "1_a.sql",
+            "-- migrate:down\nDROP TABLE t;\n",
+            "unexpected `-- migrate:down`",
+        ),
+        (
+            "1_a.sql",
+            "-- migrate:up transaction:maybe\nSELECT 1;",
+            "unknown dbmate option",
+        ),
+        (
+            "1_a.sql",
+            "-- migrate:up\n\n-- migrate:down\nSELECT 1;",
+            "is empty",
+        ),
+        (
+            "1_a.sql",
+            "-- +goose Down\nSELECT 1;",
+            "unsupported or misplaced",
+        ),
+        (
+            "1_a.sql",
+            "-- +goose NO TRANSACTION\nSELECT 1;",
+            "without `-- +goose Up`",
+        ),
+        (
+            "1_a.sql",
+            "-- +goose envsub on\n-- +goose Up\nSELECT 1;",
+            "envsub on",
+        ),
+        ("bad-name_x/up.sql", "SELECT 1;", "Diesel migration folder"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), name, contents);
+        let err = error_of(&[(dir.path().to_path_buf(), None)]);
+        assert!(err.contains(needle), "{name}: {needle}: {err}");
+        let first = name.split('/').next().unwrap();
+        assert!(err.contains(first), "{name}: {err}");
+    }
+}
+
+#[test]
+fn layout_names_parse_as_in_dirthara_toml() {
+    for (name, layout) in [
+        ("dirthara", Layout::Plain),
+        ("sqlx", Layout::Plain),
+        ("golang-migrate", Layout::Plain),
+        ("diesel", Layout::Diesel),
+        ("dbmate", Layout::Dbmate),
+        ("goose", Layout::Goose),
+        ("flyway", Layout::Flyway),
+    ] {
+        assert_eq!(Layout::parse(name), Some(layout));
+    }
+    assert_eq!(Layout::parse("refinery"), None);
+}

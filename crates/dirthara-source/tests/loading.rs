@@ -1,0 +1,143 @@
+//! The loader on real directories: every problem at once, blank downs, skipped files.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use dirthara_source::files::{load_directories, load_directories_reporting};
+use dirthara_source::SourceError;
+
+fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) {
+    let path = dir.join(name);
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, contents).unwrap();
+}
+
+fn problems(dir: &Path) -> Vec<(String, String)> {
+    match load_directories(&[dir.to_path_buf()]) {
+        Err(SourceError::Invalid(problems)) => problems
+            .into_iter()
+            .map(|p| {
+                let name = p.file.strip_prefix(dir).unwrap().display().to_string();
+                (name, p.reason)
+            })
+            .collect(),
+        other => panic!("expected problems, got {other:?}"),
+    }
+}
+
+#[test]
+fn one_run_reports_every_bad_file_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "1_good.up.sql", "SELECT 1;");
+    write(d, "create_users.sql", "SELECT 1;");
+    write(d, "2_a.sql", "SELECT 1;");
+    write(d, "2_b.sql", "SELECT 1;");
+    write(d, "3_orphan.down.sql", "SELECT 1;");
+    write(
+        d,
+        "4_directive.up.sql",
+        "-- dirthara:no-transactions\nSELECT 1;",
+    );
+    write(d, "5_empty.up.sql", "  \n");
+    write(d, "6_latin1.up.sql", b"SELECT '\xe9';");
+    write(d, "7_bad.up.json", "[{\"create\": \"a\"},");
+    write(d, "8_x.sql", "SELECT 1;");
+    write(d, "8_x.down.sql", "SELECT 1;");
+    let found = problems(d);
+    let expect = [
+        ("create_users.sql", "not a number"),
+        ("2_b.sql", "two migrations have version 2"),
+        ("3_orphan.down.sql", "a down step without its up step"),
+        ("8_x.down.sql", "is an up-only migration"),
+        ("4_directive.up.sql", "unknown directive"),
+        ("5_empty.up.sql", "is empty"),
+        (
+            "6_latin1.up.sql",
+            "not valid UTF-8 (invalid byte at offset 8)",
+        ),
+        ("7_bad.up.json", "not valid JSON"),
+    ];
+    assert_eq!(found.len(), expect.len(), "{found:#?}");
+    for (file, needle) in expect {
+        assert!(
+            found.iter().any(|(f, r)| f == file && r.contains(needle)),
+            "{file}: {needle} not in {found:#?}"
+        );
+    }
+    // The message lists every file, one per line.
+    let message = load_directories(&[d.to_path_buf()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.starts_with("8 problems in the migration files"),
+        "{message}"
+    );
+    assert_eq!(message.lines().count(), 9, "{message}");
+}
+
+#[test]
+fn a_single_problem_reads_as_file_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "1_x.up.sql", "");
+    let message = load_directories(&[dir.path().to_path_buf()])
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        message,
+        format!(
+            "{}: is empty; write the migration's statements in it or delete it",
+            dir.path().join("1_x.up.sql").display()
+        )
+    );
+}
+
+#[test]
+fn blank_down_steps_are_accepted_as_reversing_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "1_a.up.sql", "CREATE TABLE a (id INT);");
+    write(d, "1_a.down.sql", "");
+    write(d, "2_b.up.sql", "CREATE TABLE b (id INT);");
+    write(d, "2_b.down.sql", "-- nothing to undo: b is kept\n");
+    write(d, "3_c.up.json", "[{\"create\": \"c\"}]");
+    write(d, "3_c.down.json", "[]");
+    write(d, "4_d.up.json", "[{\"create\": \"d\"}]");
+    write(d, "4_d.down.json", "\n");
+    let loaded = load_directories(&[d.to_path_buf()]).unwrap();
+    let downs: Vec<Option<&str>> = loaded.iter().map(|m| m.down.as_deref()).collect();
+    assert_eq!(
+        downs,
+        [
+            Some(""),
+            Some("-- nothing to undo: b is kept\n"),
+            Some("[]"),
+            Some("\n")
+        ]
+    );
+    assert!(loaded.iter().all(|m| m.transactional || m.version >= 3));
+}
+
+#[test]
+fn look_alikes_that_are_not_loaded_are_named_as_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "1_a.up.sql", "SELECT 1;");
+    write(d, "README.md", "not a migration");
+    write(d, "2_b.up.sql.bak", "SELECT 1;");
+    write(d, "3_c.up.SQL", "SELECT 1;");
+    write(d, ".4_hidden.sql", "SELECT 1;");
+    write(d, "notes/up.txt", "not a migration");
+    let loaded = load_directories_reporting(&[d.to_path_buf()]).unwrap();
+    assert_eq!(loaded.migrations.len(), 1);
+    let skipped: Vec<PathBuf> = loaded.skipped.iter().map(|s| s.path.clone()).collect();
+    assert_eq!(skipped, [d.join("2_b.up.sql.bak"), d.join("3_c.up.SQL")]);
+    assert!(loaded.skipped[0].reason.contains("only `.sql` and `.json`"));
+}
+
+#[test]
+fn an_unreadable_directory_is_a_directory_error() {
+    let err = load_directories(&[PathBuf::from("/nonexistent/dirthara")]).unwrap_err();
+    assert!(matches!(err, SourceError::Directory { .. }), "{err:?}");
+    assert!(err.to_string().contains("cannot read migration directory"));
+}
