@@ -458,12 +458,18 @@ impl PgBouncer {
     /// A bouncer for `db` with up to `pool_size` server sessions, or `None` (after saying so)
     /// when PgBouncer is not installed — a failure under `DIRTHARA_REQUIRE_SERVERS=1`.
     pub async fn start(db: &TestDb, pool_size: u32) -> Option<PgBouncer> {
-        assert_eq!(db.server, Server::Postgres, "PgBouncer fronts PostgreSQL only");
+        assert_eq!(
+            db.server,
+            Server::Postgres,
+            "PgBouncer fronts PostgreSQL only"
+        );
         let Some(binary) = pgbouncer_binary() else {
             let message = "PgBouncer is not installed (no `pgbouncer` on the PATH, no \
                            /usr/sbin/pgbouncer, DIRTHARA_TEST_PGBOUNCER unset)";
             if std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref() == Ok("1") {
-                panic!("{message}; DIRTHARA_REQUIRE_SERVERS=1 requires it (apt-get install pgbouncer)");
+                panic!(
+                    "{message}; DIRTHARA_REQUIRE_SERVERS=1 requires it (apt-get install pgbouncer)"
+                );
             }
             eprintln!("SKIPPED: {message}");
             return None;
@@ -581,14 +587,18 @@ impl ServerAddress {
     fn parse(url: &str) -> ServerAddress {
         let rest = url.split_once("://").map_or(url, |(_, r)| r);
         let authority = rest.split(['/', '?']).next().unwrap_or_default();
-        let (userinfo, hostport) = authority.rsplit_once('@').unwrap_or(("postgres", authority));
+        let (userinfo, hostport) = authority
+            .rsplit_once('@')
+            .unwrap_or(("postgres", authority));
         let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
         let (host, port) = hostport.rsplit_once(':').unwrap_or((hostport, "5432"));
         ServerAddress {
             user: user.to_string(),
             password: password.to_string(),
             host: host.to_string(),
-            port: port.parse().expect("a numeric port in the PostgreSQL test URL"),
+            port: port
+                .parse()
+                .expect("a numeric port in the PostgreSQL test URL"),
         }
     }
 }

@@ -71,8 +71,13 @@ fn identity(row: &PgRow) -> Result<(i64, String), sqlx::Error> {
     Ok((row.try_get(0)?, row.try_get(1)?))
 }
 
-/// Stamps the session `conn` runs in; a token already there means another client used it.
-async fn stamp(conn: &mut PgConnection, who: &str) -> Result<Stamp, Suspect> {
+/// Stamps the session `conn` runs in; a token already there means another client used it
+/// (`first`: our other connection's stamp, to say so when it was that one).
+async fn stamp(
+    conn: &mut PgConnection,
+    who: &str,
+    first: Option<&Stamp>,
+) -> Result<Stamp, Suspect> {
     let token = format!("{:016x}", fastrand::u64(..));
     // Two statements in one message: one transaction, one server session. Reading before
     // writing in separate statements leaves no doubt about the order.
@@ -86,10 +91,16 @@ async fn stamp(conn: &mut PgConnection, who: &str) -> Result<Stamp, Suspect> {
         .first()
         .ok_or_else(|| sqlx::Error::Protocol("no row for the session check".into()))?;
     let (pid, previous) = identity(row)?;
+    if first.is_some_and(|first| first.token == previous) {
+        return Err(Suspect::Shared(format!(
+            "{who}, opened while the lock connection was open, was served by the lock \
+             connection's own server session (process {pid})"
+        )));
+    }
     if !previous.is_empty() {
         return Err(Suspect::Shared(format!(
-            "the server session (process {pid}) behind {who}, opened a moment ago, already \
-             carried another dirthara connection's mark"
+            "the server session (process {pid}) behind {who}, new a moment ago, had already \
+             been used by another dirthara connection"
         )));
     }
     Ok(Stamp { pid, token })
@@ -117,8 +128,8 @@ impl SessionCheck {
         options: &PgConnectOptions,
     ) -> Result<SessionCheck, Suspect> {
         let mut sibling = super::open(options).await?;
-        let main_stamp = stamp(main, "the lock connection").await?;
-        let sibling_stamp = stamp(&mut sibling, "a second connection").await?;
+        let main_stamp = stamp(main, "the lock connection", None).await?;
+        let sibling_stamp = stamp(&mut sibling, "a second connection", Some(&main_stamp)).await?;
         if sibling_stamp.pid == main_stamp.pid {
             return Err(Suspect::Shared(format!(
                 "two connections open at the same time were served by one server session \
@@ -155,8 +166,12 @@ impl SessionCheck {
             session_with_lock_sql(lock_match)
         );
         let row = main.fetch_one(sql.as_str()).await?;
-        let (pid, found, held, taken): (i64, String, bool, bool) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?, row.try_get(3)?);
+        let (pid, found, held, taken): (i64, String, bool, bool) = (
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
+        );
         if pid != self.main.pid || found != self.main.token {
             return Err(Suspect::Shared(format!(
                 "the lock attempt ran in a different server session (process {pid}) than the \
