@@ -1,6 +1,14 @@
 //! PostgreSQL: a session-level advisory lock on the history connection, with waiters woken
 //! by `NOTIFY` the moment the holder releases; each step and its history record are sent
 //! as ONE simple-query message, which PostgreSQL runs as one implicit transaction.
+//!
+//! Everything dirthara sends for itself is plain text (the simple-query protocol, values as
+//! escaped literals): sqlx's prepared statements — named ones, and unnamed ones, which it
+//! parses and executes in two separate round trips — do not survive a transaction-pooling
+//! proxy. Such a proxy also breaks the session lock; `pooler` detects it before the lock is
+//! taken.
+
+mod pooler;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -18,6 +26,7 @@ use super::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::LockHolder;
 use crate::lock::LOCK_NAME;
+use pooler::{SessionCheck, Suspect};
 
 /// The channel a releasing runner notifies and waiting runners listen on.
 const RELEASE_CHANNEL: &str = "dirthara_lock_released";
@@ -39,6 +48,8 @@ pub(crate) struct PgDriver {
     setup: String,
     /// A step has run on this session, so the next one first resets what it may have changed.
     session_used: bool,
+    /// Proof that the lock connection is a server session of its own, taken with the lock.
+    session_check: Option<SessionCheck>,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -69,6 +80,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             listener_failed: false,
             setup,
             session_used: false,
+            session_check: None,
         },
         kind: BackendKind::Postgres,
         connection: request.name.clone(),
@@ -111,11 +123,19 @@ impl PgDriver {
         if !std::mem::replace(&mut self.session_used, true) {
             return String::new();
         }
-        if self.setup.is_empty() {
-            "RESET ALL;\n".to_string()
-        } else {
-            format!("RESET ALL;\n{};\n", self.setup)
+        let mut reset = "RESET ALL;\n".to_string();
+        for setup in [
+            Some(self.setup.clone()).filter(|s| !s.is_empty()),
+            // The stamp that proves this is the lock's own server session is a setting too.
+            self.session_check.as_ref().map(|c| c.restamp_sql()),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            reset.push_str(&setup);
+            reset.push_str(";\n");
         }
+        reset
     }
 
     /// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
@@ -135,6 +155,18 @@ impl PgDriver {
         })
     }
 
+    /// A failed session check as the error the runner stops with.
+    fn suspect_error(&self, suspect: Suspect) -> Error {
+        match suspect {
+            Suspect::Database(error) => self.lock_error(error),
+            Suspect::Shared(evidence) => Error::new(ErrorKind::LockFailed {
+                lock: LOCK_NAME.to_string(),
+                connection: self.connection.clone(),
+                reason: pooler_reason(&evidence),
+            }),
+        }
+    }
+
     /// The `pg_locks` condition that matches our key (bigint keys use objsubid 1).
     fn lock_match(key: i64) -> String {
         let (high, low) = ((key as u64) >> 32, (key as u64) & 0xffff_ffff);
@@ -144,6 +176,18 @@ impl PgDriver {
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
     }
+}
+
+/// Why the session lock was refused, with the likely cause and the fix.
+fn pooler_reason(evidence: &str) -> String {
+    format!(
+        "the session lock cannot hold on this connection: {evidence}. This is what a \
+         transaction-pooling proxy does (PgBouncer with pool_mode = transaction, pgcat, RDS \
+         Proxy, Supavisor): it runs each transaction in whichever server session is free, so a \
+         session lock taken in one is not held in the next. Nothing was changed. Use --locking \
+         lease (`locking = \"lease\"`), which works through any proxy, or connect directly to \
+         PostgreSQL or through a session-pooled connection"
+    )
 }
 
 /// A statement that fails — rolling back the message it leads — unless this session still
@@ -186,6 +230,7 @@ impl SqlDriver for PgDriver {
             listener_failed: false,
             setup: self.setup.clone(),
             session_used: false,
+            session_check: None,
         }))
     }
 
@@ -248,11 +293,15 @@ impl SqlDriver for PgDriver {
 impl SessionLock for PgDriver {
     async fn try_lock(&mut self, table: &str) -> Result<bool> {
         let key = self.key(table);
-        let taken = sqlx::query_scalar::<_, bool>("SELECT pg_try_advisory_lock($1)")
-            .bind(key)
-            .fetch_one(&mut self.conn)
-            .await
-            .map_err(|e| self.lock_error(e))?;
+        if self.session_check.is_none() {
+            let check = SessionCheck::start(&mut self.conn, &self.options).await;
+            self.session_check = Some(check.map_err(|s| self.suspect_error(s))?);
+        }
+        let check = self.session_check.as_mut().expect("checked above");
+        let taken = check
+            .try_lock(&mut self.conn, key, &Self::lock_match(key))
+            .await;
+        let taken = taken.map_err(|s| self.suspect_error(s))?;
         if taken {
             self.held_key = Some(key);
         }
@@ -264,14 +313,22 @@ impl SessionLock for PgDriver {
     }
 
     async fn holds_lock(&mut self, table: &str) -> Result<bool> {
+        // Held by the server session this connection ran in when it took the lock — not by
+        // whichever session a proxy handed this transaction to.
+        let same_session = match &self.session_check {
+            Some(check) => format!(" AND {}", check.in_our_session_sql()),
+            None => String::new(),
+        };
         let sql = format!(
-            "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {} AND l.pid = pg_backend_pid())",
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {} AND l.pid = pg_backend_pid()){same_session}",
             Self::lock_match(self.key(table))
         );
-        sqlx::query_scalar::<_, bool>(&sql)
-            .fetch_one(&mut self.conn)
+        let row = self
+            .conn
+            .fetch_one(sql.as_str())
             .await
-            .map_err(|e| self.lock_error(e))
+            .map_err(|e| self.lock_error(e))?;
+        row.try_get::<bool, _>(0).map_err(|e| self.lock_error(e))
     }
 
     async fn unlock(&mut self, table: &str) -> Result<()> {
@@ -294,8 +351,9 @@ impl SessionLock for PgDriver {
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE {} LIMIT 1",
             Self::lock_match(self.key(table))
         );
-        let row = sqlx::query(&sql)
-            .fetch_optional(&mut self.conn)
+        let row = self
+            .conn
+            .fetch_optional(sql.as_str())
             .await
             .map_err(|e| self.lock_error(e))?;
         Ok(row.map(|row| LockHolder {
@@ -323,12 +381,21 @@ impl SessionLock for PgDriver {
                 Err(_) => self.listener_failed = true,
             }
         }
-        match self.listener.as_mut() {
-            Some(listener) => {
-                let _ = tokio::time::timeout(max, listener.recv()).await;
+        if let Some(listener) = self.listener.as_mut() {
+            match tokio::time::timeout(max, listener.recv()).await {
+                // Woken, or waited the whole `max`: either way the caller tries again. Behind
+                // a transaction pooler LISTEN "succeeds" but nothing ever arrives, so waiting
+                // degrades to polling every `max`.
+                Ok(Ok(_)) | Err(_) => return Ok(()),
+                // A listener that fails (a pooler or proxy closing it) would fail again at
+                // once, turning the wait into a busy loop: poll instead.
+                Ok(Err(_)) => {
+                    self.listener = None;
+                    self.listener_failed = true;
+                }
             }
-            None => tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await,
         }
+        tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
         Ok(())
     }
 
@@ -345,8 +412,9 @@ impl SessionLock for PgDriver {
                  AND a.application_name IN (SELECT application_name FROM holder)))",
             Self::lock_match(self.key(table))
         );
-        let rows = sqlx::query(&sql)
-            .fetch_all(&mut self.conn)
+        let rows = self
+            .conn
+            .fetch_all(sql.as_str())
             .await
             .map_err(|e| self.lock_error(e))?;
         Ok(rows
