@@ -230,10 +230,17 @@ impl Renderer {
                 name,
                 direction,
                 duration,
+                reverses_nothing,
+                ..
             } if self.format == OutputFormat::Human => {
                 let verb = match direction {
                     Direction::Up => "applied ",
                     Direction::Down => "reverted",
+                };
+                let name = if *reverses_nothing {
+                    format!("{name}, an empty down step: nothing sent")
+                } else {
+                    name.clone()
                 };
                 stdout_line(&format!(
                     "{verb} {version} {name} ({})",
@@ -343,11 +350,14 @@ impl Renderer {
         }
         for step in &preview.steps {
             let mut notes = vec![format!("connection {}", step.connection)];
-            notes.push(if step.transactional {
-                "in a transaction".into()
-            } else {
-                "no transaction".into()
+            notes.push(match &step.own_transaction {
+                Some(control) => format!("manages its own transaction: {control}"),
+                None if step.transactional => "in a transaction".into(),
+                None => "no transaction".into(),
             });
+            if step.reverses_nothing {
+                notes.push("reverses nothing: empty down step".into());
+            }
             if step.out_of_order {
                 notes.push("OUT OF ORDER".into());
             }

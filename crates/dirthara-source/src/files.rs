@@ -303,6 +303,8 @@ fn build(version: i64, up: Part, down: Option<Part>, findings: &mut Findings) ->
         origin: up.path.display().to_string(),
         format: up.format,
         name: up.name,
+        own_transaction: None,
+        down_is_blank: false,
     };
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {

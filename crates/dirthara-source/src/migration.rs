@@ -56,6 +56,14 @@ pub struct Migration {
     /// Where it came from (a file path), for messages.
     pub origin: String,
     pub format: StepFormat,
+    /// The file controls its own transaction (a top-level `BEGIN`, `COMMIT`, ... found by
+    /// the SQL tokenizer), described as e.g. `COMMIT at line 3`: it runs exactly as written,
+    /// never wrapped, and is bracketed by a `running` record. Set by the runner, which knows
+    /// each connection's SQL dialect.
+    pub own_transaction: Option<String>,
+    /// The down step is empty or only comments: a deliberate "reverses nothing". Set by the
+    /// runner; such a step is recorded without sending anything.
+    pub down_is_blank: bool,
 }
 
 impl Migration {
@@ -73,6 +81,8 @@ impl Migration {
             transactional: true,
             connection: DEFAULT_CONNECTION.to_string(),
             format: StepFormat::Sql,
+            own_transaction: None,
+            down_is_blank: false,
         }
     }
 
@@ -99,6 +109,8 @@ impl Migration {
             connection: connection.to_string(),
             origin: origin.to_string(),
             format,
+            own_transaction: None,
+            down_is_blank: false,
         }
     }
 

@@ -185,7 +185,64 @@ impl Migrator {
         }
         migrations.sort_by_key(|m| m.version);
         self.check_formats(&migrations)?;
+        self.read_as_their_database_would(&mut migrations)?;
         Ok(migrations)
+    }
+
+    /// Reads each step as the database it runs on would: a SQL file that controls its own
+    /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
+    /// empty or comment-only down step reverses nothing; a MySQL `DELIMITER` script must
+    /// split cleanly. Every malformed script is reported at once, before anything runs.
+    fn read_as_their_database_would(&self, migrations: &mut [Migration]) -> Result<()> {
+        use crate::source::sql::{self as tokens, SqlDialect};
+        let mut problems = Vec::new();
+        for migration in migrations.iter_mut() {
+            let kind = self
+                .config
+                .connection_url(&migration.connection)
+                .ok()
+                .and_then(|url| BackendKind::from_url(url).ok());
+            let dialect = match (migration.format, kind) {
+                (StepFormat::Sql, Some(BackendKind::Postgres)) => SqlDialect::Postgres,
+                (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
+                (StepFormat::Sql, Some(BackendKind::Sqlite)) => SqlDialect::Sqlite,
+                (StepFormat::MongoCommands, _) => {
+                    migration.down_is_blank = (migration.down.as_deref())
+                        .is_some_and(crate::source::is_blank_commands);
+                    continue;
+                }
+                _ => continue,
+            };
+            for (direction, text) in [(Direction::Up, Some(&migration.up)), (Direction::Down, migration.down.as_ref())] {
+                let Some(text) = text else { continue };
+                if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
+                    if let Err(reason) = tokens::mysql_client_statements(text) {
+                        problems.push(crate::error::Problem {
+                            file: PathBuf::from(&migration.origin),
+                            reason: format!(
+                                "{direction} step: its DELIMITER script does not split: {reason}"
+                            ),
+                        });
+                    }
+                }
+                if migration.own_transaction.is_none() {
+                    if let Some(control) = tokens::transaction_control(text, dialect) {
+                        migration.own_transaction = Some(format!(
+                            "`{}` at line {} of the {direction} step",
+                            control.keyword, control.line
+                        ));
+                        migration.transactional = false;
+                    }
+                }
+            }
+            migration.down_is_blank = (migration.down.as_deref())
+                .is_some_and(|down| tokens::is_blank(down, dialect));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::InvalidMigration { problems }))
+        }
     }
 
     /// Every connection a migration names must have a URL: refuse before anything runs,
@@ -473,6 +530,8 @@ impl Migrator {
                     direction: s.direction,
                     connection: s.migration.connection.clone(),
                     transactional: s.migration.transactional,
+                    own_transaction: s.migration.own_transaction.clone(),
+                    reverses_nothing: s.direction == Direction::Down && s.migration.down_is_blank,
                     out_of_order: s.out_of_order,
                     sql: s.text().to_string(),
                 })

@@ -142,6 +142,9 @@ pub enum Event {
         direction: Direction,
         #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
         duration: Duration,
+        /// An empty or comment-only down step: recorded, nothing sent.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        reverses_nothing: bool,
     },
     Warning(Warning),
 }
@@ -241,6 +244,7 @@ fn trace_event(event: &Event) {
             name,
             direction,
             duration,
+            ..
         } => info!(
             target: "dirthara",
             version,

@@ -14,6 +14,9 @@ pub struct StepReport {
     pub direction: Direction,
     pub connection: String,
     pub duration_ms: u64,
+    /// A down step that is empty or only comments: recorded as reversed, nothing was sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reverses_nothing: bool,
 }
 
 /// The result of a command that changes the database.
@@ -43,6 +46,13 @@ pub struct PreviewStep {
     pub direction: Direction,
     pub connection: String,
     pub transactional: bool,
+    /// The file controls its own transaction (e.g. "`COMMIT` at line 3 of the up step"): it
+    /// runs as written, bracketed by a `running` record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_transaction: Option<String>,
+    /// A down step that is empty or only comments: nothing will be sent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub reverses_nothing: bool,
     pub out_of_order: bool,
     /// The exact text that would run.
     pub sql: String,

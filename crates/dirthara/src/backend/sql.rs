@@ -7,6 +7,7 @@
 use async_trait::async_trait;
 
 use super::{database_error, database_message, Backend, BackendKind, SessionLock, StepFailure};
+use crate::source::sql;
 use crate::code::{Connection, RustMigration};
 use crate::lock::lease::LeaseStore;
 use crate::migration::Direction;
@@ -489,6 +490,63 @@ pub(crate) struct SqlBackend<D> {
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
+    /// A MySQL script written for the mysql client (`DELIMITER $$ ... $$`), split as that
+    /// client splits it; `None` for text the server takes whole. (The loader already refused
+    /// a script that does not split.)
+    fn client_script<'t>(&self, text: &'t str) -> Option<Vec<sql::Statement<'t>>> {
+        if self.driver.dialect() != Dialect::Mysql || !sql::has_client_delimiter(text) {
+            return None;
+        }
+        sql::mysql_client_statements(text).ok()
+    }
+
+    /// Runs a client script statement by statement, as the mysql client would.
+    async fn run_client_script(
+        &mut self,
+        statements: &[sql::Statement<'_>],
+        transactional: bool,
+    ) -> Result<(), StepFailure> {
+        let failed = |e: &sqlx::Error| StepFailure::new(database_error(e, None));
+        self.driver.before_step().await.map_err(|e| failed(&e))?;
+        if transactional {
+            let begun = self.driver.execute(self.driver.dialect().begin()).await;
+            begun.map_err(|e| failed(&e))?;
+        }
+        for statement in statements {
+            if let Err(error) = self.driver.execute(statement.text).await {
+                let failure = self.locate_mysql_error(failed(&error), statement.text, statement.line);
+                self.driver.clean_up_after_failure().await;
+                return Err(failure);
+            }
+        }
+        if transactional {
+            self.driver.execute("COMMIT").await.map_err(|e| failed(&e))?;
+        }
+        Ok(())
+    }
+
+    /// MySQL says where a syntax error is as `... at line N` of the statement that failed;
+    /// that statement is known when the text is one statement (starting at `first_line` of
+    /// the file) or was split by the client-script reader.
+    fn locate_mysql_error(&self, mut failure: StepFailure, text: &str, first_line: usize) -> StepFailure {
+        if self.driver.dialect() != Dialect::Mysql || failure.error.line.is_some() {
+            return failure;
+        }
+        let Some(line) = failure
+            .error
+            .message
+            .rsplit_once(" at line ")
+            .and_then(|(_, n)| n.trim().parse::<usize>().ok())
+        else {
+            return failure;
+        };
+        // Lines count from the start of the text sent, comments included.
+        if sql::split_statements(text, sql::SqlDialect::MySql).len() == 1 {
+            failure.error.line = Some(first_line + line - 1);
+        }
+        failure
+    }
+
     fn history_error(&self, error: sqlx::Error) -> Error {
         Error::history(&self.connection, database_message(&error))
     }
@@ -627,8 +685,15 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn run_step(&mut self, text: &str, transactional: bool) -> Result<(), StepFailure> {
+        if let Some(statements) = self.client_script(text) {
+            return self.run_client_script(&statements, transactional).await;
+        }
         if transactional {
-            return self.driver.execute_atomically(text, None).await;
+            return self
+                .driver
+                .execute_atomically(text, None)
+                .await
+                .map_err(|failure| self.locate_mysql_error(failure, text, 1));
         }
         let prepared = self.driver.before_step().await;
         prepared.map_err(|e| StepFailure::new(database_error(&e, None)))?;
@@ -637,7 +702,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             Err(error) => {
                 let failure = StepFailure::new(database_error(&error, Some((text, 0))));
                 self.driver.clean_up_after_failure().await;
-                Err(failure)
+                Err(self.locate_mysql_error(failure, text, 1))
             }
         }
     }

@@ -83,6 +83,7 @@ impl Session<'_> {
             // a separate check first would only cost a round trip.
             let guarded = self.strategy == Strategy::Session
                 && step.migration.format != StepFormat::Rust
+                && !reverses_nothing(step)
                 && self.runs_atomically(step.migration)
                 && self
                     .history
@@ -238,7 +239,11 @@ impl Session<'_> {
             )?),
             _ => None,
         };
-        if self.runs_atomically(migration) {
+        let reverses_nothing = reverses_nothing(step);
+        if reverses_nothing {
+            // A deliberate "this reverses nothing": forget the migration, send nothing.
+            self.history.record(table, &completion).await?;
+        } else if self.runs_atomically(migration) {
             // The step and its record commit together or not at all.
             let outcome = match &code {
                 Some(code) => {
@@ -337,6 +342,7 @@ impl Session<'_> {
             name: migration.name.clone(),
             direction: step.direction,
             duration,
+            reverses_nothing,
         });
         Ok(StepReport {
             version: migration.version,
@@ -344,6 +350,7 @@ impl Session<'_> {
             direction: step.direction,
             connection: migration.connection.clone(),
             duration_ms: duration.as_millis() as u64,
+            reverses_nothing,
         })
     }
 
@@ -396,6 +403,7 @@ impl Session<'_> {
                 direction: Direction::Up,
                 connection: migration.connection.clone(),
                 duration_ms: 0,
+                reverses_nothing: false,
             });
         }
         Ok(())
@@ -465,6 +473,7 @@ impl Session<'_> {
             },
             connection: self.history_connection().to_string(),
             duration_ms: 0,
+            reverses_nothing: false,
         });
         Ok(())
     }
@@ -540,6 +549,11 @@ impl Session<'_> {
             (Err(error), Err(release_error)) => Err(error.with_secondary(release_error)),
         }
     }
+}
+
+/// A down step that is empty or only comments.
+fn reverses_nothing(step: &PlannedStep<'_>) -> bool {
+    step.direction == Direction::Down && step.migration.down_is_blank
 }
 
 impl HistoryChange {
