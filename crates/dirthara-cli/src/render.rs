@@ -339,6 +339,12 @@ impl Renderer {
         for warning in &preview.warnings {
             stderr_line(&warning_line(warning));
         }
+        for (connection, sql) in &preview.init_sql {
+            stdout_line(&format!(
+                "-- init_sql on every session of connection {connection}:\n{}\n",
+                sql.trim_end()
+            ));
+        }
         if preview.drop_all {
             stdout_line(
                 "-- drop every table, view and sequence of the history connection's database",

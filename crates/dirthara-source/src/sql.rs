@@ -54,9 +54,11 @@ pub fn transaction_control(sql: &str, dialect: SqlDialect) -> Option<Transaction
     let mut lines = LineCounter::default();
     scan.pieces.iter().find_map(|piece| {
         let keyword = control_keyword(sql, dialect, piece)?;
+        // The keyword's own line, not the statement's (which may open with comments).
+        let at = piece.first.map_or(piece.start, |t| t.start);
         Some(TransactionControl {
             keyword: keyword.to_string(),
-            line: lines.line_at(sql, piece.start),
+            line: lines.line_at(sql, at),
         })
     })
 }

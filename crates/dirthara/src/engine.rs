@@ -207,13 +207,16 @@ impl Migrator {
                 (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
                 (StepFormat::Sql, Some(BackendKind::Sqlite)) => SqlDialect::Sqlite,
                 (StepFormat::MongoCommands, _) => {
-                    migration.down_is_blank = (migration.down.as_deref())
-                        .is_some_and(crate::source::is_blank_commands);
+                    migration.down_is_blank =
+                        (migration.down.as_deref()).is_some_and(crate::source::is_blank_commands);
                     continue;
                 }
                 _ => continue,
             };
-            for (direction, text) in [(Direction::Up, Some(&migration.up)), (Direction::Down, migration.down.as_ref())] {
+            for (direction, text) in [
+                (Direction::Up, Some(&migration.up)),
+                (Direction::Down, migration.down.as_ref()),
+            ] {
                 let Some(text) = text else { continue };
                 if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
                     if let Err(reason) = tokens::mysql_client_statements(text) {
@@ -235,8 +238,8 @@ impl Migrator {
                     }
                 }
             }
-            migration.down_is_blank = (migration.down.as_deref())
-                .is_some_and(|down| tokens::is_blank(down, dialect));
+            migration.down_is_blank =
+                (migration.down.as_deref()).is_some_and(|down| tokens::is_blank(down, dialect));
         }
         if problems.is_empty() {
             Ok(())
@@ -513,8 +516,20 @@ impl Migrator {
         let available = self.load()?;
         let applied = self.read_history_unlocked("preview").await?;
         let planned = plan::plan(&available, &applied, command, self.plan_options())?;
+        let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())
+            .chain(
+                planned
+                    .steps
+                    .iter()
+                    .map(|s| s.migration.connection.as_str()),
+            )
+            .collect();
         Ok(Preview {
             operation: command.name().to_string(),
+            init_sql: (self.config.init_sql.iter())
+                .filter(|(name, _)| connections.contains(&name.as_str()))
+                .map(|(name, sql)| (name.clone(), sql.clone()))
+                .collect(),
             drop_all: planned.drop_all,
             batch: planned
                 .steps

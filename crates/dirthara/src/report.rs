@@ -62,6 +62,9 @@ pub struct PreviewStep {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Preview {
     pub operation: String,
+    /// The `init_sql` each connection the plan touches runs on every session, by connection.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub init_sql: std::collections::BTreeMap<String, String>,
     pub drop_all: bool,
     pub batch: Option<i64>,
     pub steps: Vec<PreviewStep>,

@@ -7,10 +7,10 @@
 use async_trait::async_trait;
 
 use super::{database_error, database_message, Backend, BackendKind, SessionLock, StepFailure};
-use crate::source::sql;
 use crate::code::{Connection, RustMigration};
 use crate::lock::lease::LeaseStore;
 use crate::migration::Direction;
+use crate::source::sql;
 
 mod lease;
 use crate::error::{DatabaseError, Error, Result};
@@ -514,13 +514,17 @@ impl<D: SqlDriver> SqlBackend<D> {
         }
         for statement in statements {
             if let Err(error) = self.driver.execute(statement.text).await {
-                let failure = self.locate_mysql_error(failed(&error), statement.text, statement.line);
+                let failure =
+                    self.locate_mysql_error(failed(&error), statement.text, statement.line);
                 self.driver.clean_up_after_failure().await;
                 return Err(failure);
             }
         }
         if transactional {
-            self.driver.execute("COMMIT").await.map_err(|e| failed(&e))?;
+            self.driver
+                .execute("COMMIT")
+                .await
+                .map_err(|e| failed(&e))?;
         }
         Ok(())
     }
@@ -528,7 +532,12 @@ impl<D: SqlDriver> SqlBackend<D> {
     /// MySQL says where a syntax error is as `... at line N` of the statement that failed;
     /// that statement is known when the text is one statement (starting at `first_line` of
     /// the file) or was split by the client-script reader.
-    fn locate_mysql_error(&self, mut failure: StepFailure, text: &str, first_line: usize) -> StepFailure {
+    fn locate_mysql_error(
+        &self,
+        mut failure: StepFailure,
+        text: &str,
+        first_line: usize,
+    ) -> StepFailure {
         if self.driver.dialect() != Dialect::Mysql || failure.error.line.is_some() {
             return failure;
         }
