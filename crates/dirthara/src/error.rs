@@ -1,9 +1,10 @@
 //! The typed error every operation returns, with a stable code per failure kind.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::migration::Direction;
+use crate::migration::{Direction, Migration, StepFormat};
 use crate::report::StepReport;
 
 /// The stable, documented code of an error or warning (`Error [CODE]: ...`).
@@ -81,6 +82,7 @@ pub enum ErrorKind {
         next: Option<(i64, String)>,
     },
     /// A shutdown signal arrived; the running step finished, `remaining` steps were left undone.
+    /// When it arrived while waiting for the lock, nothing had started ([`Error::waited`]).
     Interrupted { remaining: Vec<(i64, String)> },
     /// A pending migration is older than the newest applied one and `strict` is on.
     OutOfOrder {
@@ -133,6 +135,16 @@ pub struct Error {
     kind: Box<ErrorKind>,
     secondary: Option<Box<Error>>,
     completed: Vec<StepReport>,
+    context: Context,
+}
+
+/// Facts the kind does not carry but the advice depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Context {
+    /// How long we waited for the lock before giving up or being interrupted.
+    waited: Option<Duration>,
+    /// `Irreversible`: the file that would make the migration reversible.
+    down_file: Option<String>,
 }
 
 impl Error {
@@ -141,6 +153,7 @@ impl Error {
             kind: Box::new(kind),
             secondary: None,
             completed: Vec::new(),
+            context: Context::default(),
         }
     }
 
@@ -184,6 +197,13 @@ impl Error {
         }
     }
 
+    /// How long the runner waited for the lock before this error: set for
+    /// `MIGRATION_LOCK_HELD` after a non-zero `lock_wait` ran out, and for `INTERRUPTED` when
+    /// the signal came while waiting (nothing had started then).
+    pub fn waited(&self) -> Option<Duration> {
+        self.context.waited
+    }
+
     /// A failure that happened while cleaning up after this one (e.g. releasing the lock).
     pub fn secondary(&self) -> Option<&Error> {
         self.secondary.as_deref()
@@ -204,6 +224,21 @@ impl Error {
             None => self.secondary = Some(Box::new(secondary)),
         }
         self
+    }
+
+    pub(crate) fn after_waiting(mut self, waited: Duration) -> Self {
+        self.context.waited = Some(waited);
+        self
+    }
+
+    /// `IRREVERSIBLE_MIGRATION` for `migration`, naming the down file it lacks.
+    pub(crate) fn irreversible(migration: &Migration) -> Self {
+        let mut error = Error::new(ErrorKind::Irreversible {
+            version: migration.version,
+            name: migration.name.clone(),
+        });
+        error.context.down_file = down_file(migration);
+        error
     }
 
     pub(crate) fn with_completed(mut self, completed: Vec<StepReport>) -> Self {
@@ -254,11 +289,23 @@ impl fmt::Display for Error {
                 if let Some(holder) = holder {
                     write!(f, " by {holder}")?;
                 }
-                write!(
-                    f,
-                    "; another runner is migrating this database. Retry when it finishes, wait for it \
-                     with --lock-wait, or inspect it with `dirthara unlock`"
-                )
+                match self.context.waited {
+                    // Advice to wait would be advice to do what was just done.
+                    Some(waited) => write!(
+                        f,
+                        "; another runner is migrating this database, and it still held the lock \
+                         after waiting {} (--lock-wait). See who holds it with `dirthara unlock`; \
+                         if that runner is gone, `dirthara unlock --force` clears it (a lease also \
+                         lapses by itself); or wait without a limit with --lock-wait forever",
+                        human(waited)
+                    ),
+                    None => write!(
+                        f,
+                        "; another runner is migrating this database. Retry when it finishes, wait \
+                         for it with --lock-wait (e.g. 10m, or forever), or inspect it with \
+                         `dirthara unlock`"
+                    ),
+                }
             }
             ErrorKind::LockFailed {
                 lock,
@@ -286,6 +333,12 @@ impl fmt::Display for Error {
                     ". Run the command again: it plans against what was recorded"
                 )
             }
+            ErrorKind::Interrupted { .. } if self.context.waited.is_some() => write!(
+                f,
+                "interrupted while waiting for the lock (after {}); no migration was started and \
+                 nothing was changed",
+                human(self.context.waited.unwrap_or_default())
+            ),
             ErrorKind::Interrupted { remaining } => {
                 write!(f, "interrupted; every migration that started was finished and recorded")?;
                 if remaining.is_empty() {
@@ -356,11 +409,21 @@ impl fmt::Display for Error {
                 "migration {version} ({name}) is recorded as applied but its file is missing from the \
                  migration directories. Restore the file (check --dir and `directories`)"
             ),
-            ErrorKind::Irreversible { version, name } => write!(
-                f,
-                "migration {version} ({name}) has no down step, so it cannot be reversed; nothing was \
-                 changed. Add a `{version}_{name}.down.sql`, or choose a target after it"
-            ),
+            ErrorKind::Irreversible { version, name } => {
+                write!(
+                    f,
+                    "migration {version} ({name}) has no down step, so it cannot be reversed; \
+                     nothing was changed. "
+                )?;
+                match &self.context.down_file {
+                    Some(file) => write!(f, "Add {file}, or choose a target after it"),
+                    None => write!(
+                        f,
+                        "Add a `{version}_{name}.down.sql` (`.down.json` for MongoDB), or choose \
+                         a target after it"
+                    ),
+                }
+            }
             ErrorKind::UnknownVersion { version } => write!(
                 f,
                 "no migration has version {version}; nothing was changed. `dirthara status` lists the \
@@ -385,3 +448,43 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What would make `migration` reversible, in the words its origin calls for: the down file
+/// beside its up file, spelled with the version exactly as the file name writes it
+/// (`0002_after.json` → `0002_after.down.json`), or a `down` for a Rust migration.
+fn down_file(migration: &Migration) -> Option<String> {
+    let extension = match migration.format {
+        StepFormat::Rust => return Some("a `down` to the Rust migration".to_string()),
+        StepFormat::Sql => "sql",
+        StepFormat::MongoCommands => "json",
+    };
+    let origin = Path::new(&migration.origin);
+    let file_name = origin.file_name()?.to_str()?;
+    let stem = file_name
+        .strip_suffix(&format!(".{extension}"))
+        .map(|stem| stem.strip_suffix(".up").unwrap_or(stem))?;
+    let down = origin.with_file_name(format!("{stem}.down.{extension}"));
+    let up_only = !file_name.ends_with(&format!(".up.{extension}"));
+    Some(if up_only {
+        // A single-file migration must become an up/down pair.
+        format!(
+            "`{}` and rename `{file_name}` to `{stem}.up.{extension}`",
+            down.display()
+        )
+    } else {
+        format!("`{}`", down.display())
+    })
+}
+
+/// `500ms`, `30s`, `5m`, `1h 30m`: a wait as a person would say it.
+fn human(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        0 => format!("{}ms", duration.as_millis()),
+        1..=59 => format!("{secs}s"),
+        60..=3599 if secs % 60 == 0 => format!("{}m", secs / 60),
+        60..=3599 => format!("{}m {}s", secs / 60, secs % 60),
+        _ if secs % 3600 == 0 => format!("{}h", secs / 3600),
+        _ => format!("{}h {}m", secs / 3600, (secs % 3600) / 60),
+    }
+}

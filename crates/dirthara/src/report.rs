@@ -48,10 +48,16 @@ pub struct PreviewStep {
     pub sql: String,
 }
 
+/// Said with every preview, in every output format.
+pub const PREVIEW_NOTICE: &str =
+    "this preview took no lock; another runner may change the database before you act on it";
+
 /// What a command would do, computed without a lock: it may be stale as soon as it returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Preview {
     pub operation: String,
+    /// [`PREVIEW_NOTICE`]: the plan may be stale as soon as it is shown.
+    pub notice: String,
     pub drop_all: bool,
     pub batch: Option<i64>,
     pub steps: Vec<PreviewStep>,
@@ -79,6 +85,12 @@ pub enum LockState {
     },
     /// Locking is turned off in the configuration.
     Off,
+    /// The lock could not be inspected (the lease table is unreadable, the server's clock
+    /// could not be read, ...): `status` and `unlock` say so instead of failing;
+    /// `unlock --force` fails.
+    Unknown {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
