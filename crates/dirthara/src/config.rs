@@ -441,6 +441,56 @@ mod tests {
     }
 
     #[test]
+    fn locking_has_one_set_of_values_in_the_file_and_the_environment() {
+        for (text, expected) in [
+            ("true", Locking::Auto),
+            ("auto", Locking::Auto),
+            ("false", Locking::Off),
+            ("off", Locking::Off),
+            ("session", Locking::Session),
+            ("lease", Locking::Lease),
+        ] {
+            assert!(Locking::VALUES.contains(&text));
+            let mut c = Config::default();
+            c.merge_toml(&format!("locking = \"{text}\""), "f.toml", Path::new(""))
+                .unwrap();
+            assert_eq!(c.locking, expected, "file: {text}");
+            let mut c = Config::default();
+            c.merge_env([("DIRTHARA_LOCKING".to_string(), text.to_uppercase())])
+                .unwrap();
+            assert_eq!(c.locking, expected, "env: {text}");
+        }
+        // The undocumented spellings are gone, from both.
+        for text in ["on", "none", "yes"] {
+            assert_eq!(Locking::parse(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_lease_below_the_minimum_is_refused_naming_where_it_was_set() {
+        let err = Config::default()
+            .merge_toml("lock_ttl = \"4s\"", "dirthara.toml", Path::new(""))
+            .unwrap_err();
+        assert_eq!(err.code(), crate::Code::ConfigError);
+        assert!(
+            err.to_string().contains("dirthara.toml: `lock_ttl`"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("minimum of 5s"), "{err}");
+        let err = Config::default()
+            .merge_env([("DIRTHARA_LOCK_TTL".to_string(), "0".to_string())])
+            .unwrap_err();
+        assert!(err.to_string().contains("DIRTHARA_LOCK_TTL"), "{err}");
+        let mut c = Config::with_url("sqlite:x.db");
+        c.merge_toml("lock_ttl = 5", "dirthara.toml", Path::new(""))
+            .unwrap();
+        assert_eq!(c.lock_ttl, MIN_LOCK_TTL);
+        // Set in code, it is refused before any database is touched.
+        c.lock_ttl = Duration::from_millis(1);
+        assert!(c.validate().unwrap_err().to_string().contains("`lock_ttl`"));
+    }
+
+    #[test]
     fn table_names_must_be_identifiers() {
         assert!(validate_table_name("dirthara_migrations").is_ok());
         assert!(validate_table_name("x; DROP TABLE y").is_err());

@@ -488,3 +488,54 @@ fn human(duration: Duration) -> String {
         _ => format!("{}h {}m", secs / 3600, (secs % 3600) / 60),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn irreversible(origin: &str, format: StepFormat) -> String {
+        let mut migration = Migration::new(2, "after", "up");
+        migration.origin = origin.to_string();
+        migration.format = format;
+        Error::irreversible(&migration).to_string()
+    }
+
+    #[test]
+    fn the_down_file_hint_keeps_the_file_names_version_and_format() {
+        let text = irreversible("migrations/0002_after.up.json", StepFormat::MongoCommands);
+        assert!(
+            text.contains("Add `migrations/0002_after.down.json`, or"),
+            "{text}"
+        );
+        let text = irreversible("db/0002_after.json", StepFormat::MongoCommands);
+        assert!(
+            text.contains(
+                "Add `db/0002_after.down.json` and rename `0002_after.json` to `0002_after.up.json`"
+            ),
+            "{text}"
+        );
+        let text = irreversible("db/02_after.up.sql", StepFormat::Sql);
+        assert!(text.contains("Add `db/02_after.down.sql`"), "{text}");
+        let text = irreversible("Rust migration 2 (after)", StepFormat::Rust);
+        assert!(
+            text.contains("Add a `down` to the Rust migration"),
+            "{text}"
+        );
+        // Built in code, with no file: both spellings.
+        let text = Error::irreversible(&Migration::new(2, "after", "up")).to_string();
+        assert!(
+            text.contains("`2_after.down.sql` (`.down.json` for MongoDB)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn waits_read_as_people_say_them() {
+        assert_eq!(human(Duration::from_millis(250)), "250ms");
+        assert_eq!(human(Duration::from_secs(30)), "30s");
+        assert_eq!(human(Duration::from_secs(300)), "5m");
+        assert_eq!(human(Duration::from_secs(90)), "1m 30s");
+        assert_eq!(human(Duration::from_secs(7200)), "2h");
+        assert_eq!(human(Duration::from_secs(5400)), "1h 30m");
+    }
+}
