@@ -50,18 +50,19 @@ pub struct GlobalArgs {
     #[arg(long, global = true, conflicts_with = "locking")]
     pub no_lock: bool,
 
-    /// Which lock to take: auto (the database's native lock), session, lease, or off
-    #[arg(long, value_enum, global = true)]
-    pub locking: Option<LockingArg>,
+    /// Which lock to take: true or auto (the database's native lock), session, lease, or
+    /// false or off (none); the same values as `locking` in dirthara.toml and DIRTHARA_LOCKING
+    #[arg(long, value_name = "LOCKING", global = true, value_parser = locking_parser())]
+    pub locking: Option<dirthara::Locking>,
 
     /// How long to wait for a lock another runner holds: 0, a duration (30s, 5m), or forever
     /// [default: forever for session locks, 0 for leases]
     #[arg(long, value_name = "WAIT", global = true, value_parser = parse_lock_wait)]
     pub lock_wait: Option<dirthara::LockWait>,
 
-    /// Lease length for --locking lease; renewed every third of it while the command runs
-    /// [default: 30m]
-    #[arg(long, value_name = "DURATION", global = true, value_parser = parse_positive_duration)]
+    /// Lease length for --locking lease, at least 5s; renewed every third of it while the
+    /// command runs [default: 30m]
+    #[arg(long, value_name = "DURATION", global = true, value_parser = parse_duration)]
     pub lock_ttl: Option<std::time::Duration>,
 
     /// How long to keep retrying a database that is not reachable yet [default: 30s]
@@ -101,24 +102,18 @@ fn parse_lock_wait(text: &str) -> Result<dirthara::LockWait, String> {
     })
 }
 
-fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
-    parse_duration(text)?;
-    dirthara::config::parse_duration(text)
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("`{text}` must be longer than zero, e.g. 30s or 30m"))
+/// `--locking`: the library's one parser, over its one list of values (which clap shows
+/// in `--help` and in its error for a value not in the list).
+fn locking_parser() -> impl clap::builder::TypedValueParser<Value = dirthara::Locking> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(dirthara::Locking::VALUES).try_map(|text: String| {
+        dirthara::Locking::parse(&text).ok_or_else(|| format!("`{text}` is not a locking value"))
+    })
 }
 
 fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     dirthara::config::parse_duration(text)
         .ok_or_else(|| format!("`{text}` is not a duration: use e.g. 500ms, 30s, 5m"))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LockingArg {
-    Auto,
-    Session,
-    Lease,
-    Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -164,8 +164,8 @@ fn watch_signals(signal: Arc<AtomicU8>) -> watch::Receiver<bool> {
                 }
                 signal.store(kind, Ordering::SeqCst);
                 eprintln!(
-                    "stopping: finishing the running migration, then releasing the lock \
-                     (signal again to abort at once)"
+                    "stopping: finishing the running migration (if one has started), then \
+                     releasing the lock (signal again to abort at once)"
                 );
                 let _ = tx.send(true);
             }

@@ -333,9 +333,7 @@ impl Renderer {
             OutputFormat::Ndjson => return self.ndjson_result(preview),
             OutputFormat::Human => {}
         }
-        stderr_line(
-            "note: this preview took no lock; another runner may change the database before you act on it",
-        );
+        stderr_line(&format!("note: {}", preview.notice));
         for warning in &preview.warnings {
             stderr_line(&warning_line(warning));
         }
@@ -518,6 +516,7 @@ fn lock_line(lock: &LockReport) -> String {
         }
         LockState::Unsupported { reason } => format!("{head} none: {reason}"),
         LockState::Off => format!("{head} off (locking = false)"),
+        LockState::Unknown { reason } => format!("{head} state unknown: {reason}"),
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use dirthara::{Config, Error, Locking};
 
-use crate::cli::{GlobalArgs, LockingArg};
+use crate::cli::GlobalArgs;
 
 const DEFAULT_CONFIG_FILE: &str = "dirthara.toml";
 
@@ -32,18 +32,14 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
         config.locking = Locking::Off;
     }
     if let Some(locking) = args.locking {
-        config.locking = match locking {
-            LockingArg::Auto => Locking::Auto,
-            LockingArg::Session => Locking::Session,
-            LockingArg::Lease => Locking::Lease,
-            LockingArg::Off => Locking::Off,
-        };
+        config.locking = locking;
     }
     if let Some(wait) = args.lock_wait {
         config.lock_wait = Some(wait);
     }
     if let Some(ttl) = args.lock_ttl {
-        config.lock_ttl = ttl;
+        // Checked here, not by clap, so a short lease is a CONFIG_ERROR from every source.
+        config.lock_ttl = dirthara::config::check_lock_ttl(ttl, "--lock-ttl")?;
     }
     if let Some(timeout) = args.connect_timeout {
         config.connect_timeout = timeout;

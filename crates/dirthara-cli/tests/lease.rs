@@ -165,7 +165,7 @@ async fn killed_holder(server: Option<Server>, sleep_sql: &str) {
     let mut victim = spawn(dirthara(
         &url,
         m.path(),
-        &["migrate", "--locking", "lease", "--lock-ttl", "3s"],
+        &["migrate", "--locking", "lease", "--lock-ttl", "5s"],
     ));
     // Wait until the lease is taken.
     servers::wait_until_held(|| {
@@ -427,7 +427,7 @@ async fn a_killed_mongodb_runner_blocks_the_next_only_until_its_lease_lapses() {
     let Some(setup) = MongoWithSlowStep::new(30).await else {
         return;
     };
-    let mut victim = spawn(setup.dirthara(&["migrate", "--lock-ttl", "3s"]));
+    let mut victim = spawn(setup.dirthara(&["migrate", "--lock-ttl", "5s"]));
     setup.wait_until_held();
     // Kill it inside the slow step: once its `running` record is written.
     setup.wait_until_running().await;

@@ -28,15 +28,45 @@ pub enum Locking {
 }
 
 impl Locking {
+    /// Every accepted value, the same for `--locking`, `locking` in the file (where `true`
+    /// and `false` may also be TOML booleans) and `DIRTHARA_LOCKING`.
+    pub const VALUES: [&'static str; 6] = ["true", "false", "auto", "off", "session", "lease"];
+
+    /// The one parser of `locking` values ([`Locking::VALUES`], any case).
     pub fn parse(text: &str) -> Option<Self> {
         match text.trim().to_ascii_lowercase().as_str() {
-            "auto" | "true" | "on" => Some(Locking::Auto),
-            "off" | "false" | "none" => Some(Locking::Off),
+            "true" | "auto" => Some(Locking::Auto),
+            "false" | "off" => Some(Locking::Off),
             "session" => Some(Locking::Session),
             "lease" => Some(Locking::Lease),
             _ => None,
         }
     }
+
+    /// `expected one of true, false, auto, off, session, lease`.
+    fn expected() -> String {
+        format!("expected one of {}", Locking::VALUES.join(", "))
+    }
+}
+
+/// The shortest lease: the heartbeat renews every third of it, and a shorter lease would
+/// lapse at the first slow renewal (a round trip, a GC pause) and stop the run with
+/// `LOCK_LEASE_LOST`.
+pub const MIN_LOCK_TTL: Duration = Duration::from_secs(5);
+
+/// Refuses a lease shorter than [`MIN_LOCK_TTL`]; `setting` names where it was set
+/// (`--lock-ttl`, `dirthara.toml: \`lock_ttl\``, ...).
+pub fn check_lock_ttl(ttl: Duration, setting: &str) -> Result<Duration> {
+    if ttl >= MIN_LOCK_TTL {
+        return Ok(ttl);
+    }
+    Err(Error::config(format!(
+        "{setting}: a lease of {ttl:?} is shorter than the minimum of {}s: the heartbeat renews \
+         it every third of its length, so it would lapse before the run could keep it. Use at \
+         least {}s, e.g. 5m (the default is 30m)",
+        MIN_LOCK_TTL.as_secs(),
+        MIN_LOCK_TTL.as_secs()
+    )))
 }
 
 /// How long to wait for a lock another runner holds (`lock_wait`).
@@ -190,9 +220,8 @@ impl Config {
     pub fn merge_toml(&mut self, text: &str, origin: &str, base: &Path) -> Result<()> {
         let file: ConfigFile = toml::from_str(text)
             .map_err(|e| Error::config(format!("{origin}: {}", e.to_string().trim_end())))?;
-        let bad = |key: &str, expected: &str| {
-            Error::config(format!("{origin}: `{key}` must be {expected}"))
-        };
+        let bad =
+            |key: &str, expected: &str| Error::config(format!("{origin}: `{key}`: {expected}"));
         if let Some(dirs) = file.directories {
             self.directories.clear();
             self.layouts.clear();
@@ -216,9 +245,10 @@ impl Config {
             self.locking = match value {
                 toml::Value::Boolean(true) => Locking::Auto,
                 toml::Value::Boolean(false) => Locking::Off,
-                toml::Value::String(s) => Locking::parse(&s)
-                    .ok_or_else(|| bad("locking", "true, false, \"session\" or \"lease\""))?,
-                _ => return Err(bad("locking", "true, false, \"session\" or \"lease\"")),
+                toml::Value::String(s) => {
+                    Locking::parse(&s).ok_or_else(|| bad("locking", &Locking::expected()))?
+                }
+                _ => return Err(bad("locking", &Locking::expected())),
             };
         }
         if let Some(value) = file.lock_wait {
@@ -227,18 +257,21 @@ impl Config {
                     .map(LockWait::For)
                     .or_else(|| value.as_str().and_then(LockWait::parse))
                     .ok_or_else(|| {
-                        bad("lock_wait", "a duration such as \"30s\", 0, or \"forever\"")
+                        bad(
+                            "lock_wait",
+                            "expected a duration such as \"30s\", 0, or \"forever\"",
+                        )
                     })?,
             );
         }
         if let Some(value) = file.lock_ttl {
-            self.lock_ttl = duration_value(&value)
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| bad("lock_ttl", "a positive duration such as \"30m\""))?;
+            let ttl = duration_value(&value)
+                .ok_or_else(|| bad("lock_ttl", "expected a duration such as \"30m\""))?;
+            self.lock_ttl = check_lock_ttl(ttl, &format!("{origin}: `lock_ttl`"))?;
         }
         if let Some(value) = file.connect_timeout {
             self.connect_timeout = duration_value(&value)
-                .ok_or_else(|| bad("connect_timeout", "a duration such as \"30s\""))?;
+                .ok_or_else(|| bad("connect_timeout", "expected a duration such as \"30s\""))?;
         }
         if let Some(table) = file.history_table {
             self.history_table = table;
@@ -293,8 +326,8 @@ impl Config {
                         .collect();
                 }
                 "DIRTHARA_LOCKING" => {
-                    self.locking = Locking::parse(&value)
-                        .ok_or_else(|| bad("expected true, false, session or lease"))?
+                    self.locking =
+                        Locking::parse(&value).ok_or_else(|| bad(&Locking::expected()))?
                 }
                 "DIRTHARA_LOCK_WAIT" => {
                     self.lock_wait = Some(
@@ -303,9 +336,9 @@ impl Config {
                     )
                 }
                 "DIRTHARA_LOCK_TTL" => {
-                    self.lock_ttl = parse_duration(&value)
-                        .filter(|d| !d.is_zero())
-                        .ok_or_else(|| bad("expected a positive duration such as 30m"))?
+                    let ttl = parse_duration(&value)
+                        .ok_or_else(|| bad("expected a duration such as 30m"))?;
+                    self.lock_ttl = check_lock_ttl(ttl, &format!("environment variable {key}"))?;
                 }
                 "DIRTHARA_CONNECT_TIMEOUT" => {
                     self.connect_timeout = parse_duration(&value)
@@ -356,6 +389,7 @@ impl Config {
     /// Checks what can be checked without a database.
     pub fn validate(&self) -> Result<()> {
         validate_table_name(&self.history_table)?;
+        check_lock_ttl(self.lock_ttl, "`lock_ttl`")?;
         self.connection_url(&self.history_connection)?;
         for (name, sql) in &self.init_sql {
             if sql.trim().is_empty() {
@@ -491,6 +525,56 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("not `liquibase`"), "{err}");
         assert!(err.to_string().contains("`goose`"), "{err}");
+    }
+
+    #[test]
+    fn locking_has_one_set_of_values_in_the_file_and_the_environment() {
+        for (text, expected) in [
+            ("true", Locking::Auto),
+            ("auto", Locking::Auto),
+            ("false", Locking::Off),
+            ("off", Locking::Off),
+            ("session", Locking::Session),
+            ("lease", Locking::Lease),
+        ] {
+            assert!(Locking::VALUES.contains(&text));
+            let mut c = Config::default();
+            c.merge_toml(&format!("locking = \"{text}\""), "f.toml", Path::new(""))
+                .unwrap();
+            assert_eq!(c.locking, expected, "file: {text}");
+            let mut c = Config::default();
+            c.merge_env([("DIRTHARA_LOCKING".to_string(), text.to_uppercase())])
+                .unwrap();
+            assert_eq!(c.locking, expected, "env: {text}");
+        }
+        // The undocumented spellings are gone, from both.
+        for text in ["on", "none", "yes"] {
+            assert_eq!(Locking::parse(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_lease_below_the_minimum_is_refused_naming_where_it_was_set() {
+        let err = Config::default()
+            .merge_toml("lock_ttl = \"4s\"", "dirthara.toml", Path::new(""))
+            .unwrap_err();
+        assert_eq!(err.code(), crate::Code::ConfigError);
+        assert!(
+            err.to_string().contains("dirthara.toml: `lock_ttl`"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("minimum of 5s"), "{err}");
+        let err = Config::default()
+            .merge_env([("DIRTHARA_LOCK_TTL".to_string(), "0".to_string())])
+            .unwrap_err();
+        assert!(err.to_string().contains("DIRTHARA_LOCK_TTL"), "{err}");
+        let mut c = Config::with_url("sqlite:x.db");
+        c.merge_toml("lock_ttl = 5", "dirthara.toml", Path::new(""))
+            .unwrap();
+        assert_eq!(c.lock_ttl, MIN_LOCK_TTL);
+        // Set in code, it is refused before any database is touched.
+        c.lock_ttl = Duration::from_millis(1);
+        assert!(c.validate().unwrap_err().to_string().contains("`lock_ttl`"));
     }
 
     #[test]

@@ -530,6 +530,7 @@ impl Migrator {
                 .filter(|(name, _)| connections.contains(&name.as_str()))
                 .map(|(name, sql)| (name.clone(), sql.clone()))
                 .collect(),
+            notice: crate::report::PREVIEW_NOTICE.to_string(),
             drop_all: planned.drop_all,
             batch: planned
                 .steps
@@ -581,7 +582,7 @@ impl Migrator {
                 .read_history(&self.config.history_table)
                 .await?
                 .unwrap_or_default();
-            let lock = self.lock_report(history.as_mut()).await?;
+            let lock = self.lock_report(history.as_mut()).await;
             Ok(StatusReport {
                 migrations: plan::status(&available, &applied),
                 lock,
@@ -592,7 +593,8 @@ impl Migrator {
         result
     }
 
-    /// The lock's state and holder; never changes it.
+    /// The lock's state and holder; never changes it. When the lock cannot be inspected,
+    /// the state is [`LockState::Unknown`] with the reason, not an error.
     ///
     /// # Examples
     ///
@@ -612,13 +614,14 @@ impl Migrator {
     pub async fn lock_status(&self) -> Result<LockReport> {
         self.config.validate()?;
         let mut history = self.connect_history("unlock").await?;
-        let result = self.lock_report(history.as_mut()).await;
+        let report = self.lock_report(history.as_mut()).await;
         history.close().await;
-        result
+        Ok(report)
     }
 
     /// Releases the lock unconditionally, ending the holder's session(s); a no-op that
-    /// succeeds when the lock is free.
+    /// succeeds when the lock is free. Fails when the lock cannot be inspected: releasing
+    /// blind could delete a live holder's lease.
     ///
     /// # Examples
     ///
@@ -720,8 +723,30 @@ impl Migrator {
         Ok(result?.unwrap_or_default())
     }
 
-    async fn lock_report(&self, history: &mut dyn Backend) -> Result<LockReport> {
-        Ok(self.inspect_lock(history).await?.1)
+    /// The lock as `status` and `unlock` show it: a failed inspection is reported as the
+    /// state `unknown` with its reason, so the rest of the command still answers.
+    async fn lock_report(&self, history: &mut dyn Backend) -> LockReport {
+        match self.inspect_lock(history).await {
+            Ok((_, report)) => report,
+            Err(error) => {
+                let connection = self.config.history_connection.clone();
+                let strategy = resolve_strategy(self.config.locking, history.kind(), &connection)
+                    .map_or("none", Strategy::name);
+                let reason = match error.kind() {
+                    // The head of the report already names the lock and the connection.
+                    ErrorKind::LockFailed { reason, .. } => reason.clone(),
+                    _ => error.to_string(),
+                };
+                LockReport {
+                    name: LOCK_NAME.to_string(),
+                    connection,
+                    strategy: strategy.to_string(),
+                    state: LockState::Unknown {
+                        reason: format!("[{}] {reason}", error.code()),
+                    },
+                }
+            }
+        }
     }
 
     /// The lock's state, and the strategy that governs it (`None`: the backend cannot lock).

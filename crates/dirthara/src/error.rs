@@ -2,10 +2,11 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 pub use dirthara_source::Problem;
 
-use crate::migration::Direction;
+use crate::migration::{Direction, Migration};
 use crate::report::StepReport;
 
 mod database;
@@ -89,6 +90,7 @@ pub enum ErrorKind {
         next: Option<(i64, String)>,
     },
     /// A shutdown signal arrived; the running step finished, `remaining` steps were left undone.
+    /// When it arrived while waiting for the lock, nothing had started ([`Error::waited`]).
     Interrupted { remaining: Vec<(i64, String)> },
     /// A pending migration is older than the newest applied one and `strict` is on.
     OutOfOrder {
@@ -143,6 +145,16 @@ pub struct Error {
     kind: Box<ErrorKind>,
     secondary: Option<Box<Error>>,
     completed: Vec<StepReport>,
+    context: Context,
+}
+
+/// Facts the kind does not carry but the advice depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Context {
+    /// How long we waited for the lock before giving up or being interrupted.
+    waited: Option<Duration>,
+    /// `Irreversible`: the file that would make the migration reversible.
+    down_file: Option<String>,
 }
 
 impl Error {
@@ -151,6 +163,7 @@ impl Error {
             kind: Box::new(kind),
             secondary: None,
             completed: Vec::new(),
+            context: Context::default(),
         }
     }
 
@@ -194,6 +207,13 @@ impl Error {
         }
     }
 
+    /// How long the runner waited for the lock before this error: set for
+    /// `MIGRATION_LOCK_HELD` after a non-zero `lock_wait` ran out, and for `INTERRUPTED` when
+    /// the signal came while waiting (nothing had started then).
+    pub fn waited(&self) -> Option<Duration> {
+        self.context.waited
+    }
+
     /// A failure that happened while cleaning up after this one (e.g. releasing the lock).
     pub fn secondary(&self) -> Option<&Error> {
         self.secondary.as_deref()
@@ -214,6 +234,21 @@ impl Error {
             None => self.secondary = Some(Box::new(secondary)),
         }
         self
+    }
+
+    pub(crate) fn after_waiting(mut self, waited: Duration) -> Self {
+        self.context.waited = Some(waited);
+        self
+    }
+
+    /// `IRREVERSIBLE_MIGRATION` for `migration`, naming the down file it lacks.
+    pub(crate) fn irreversible(migration: &Migration) -> Self {
+        let mut error = Error::new(ErrorKind::Irreversible {
+            version: migration.version,
+            name: migration.name.clone(),
+        });
+        error.context.down_file = down_file(migration);
+        error
     }
 
     pub(crate) fn with_completed(mut self, completed: Vec<StepReport>) -> Self {
@@ -266,11 +301,23 @@ impl fmt::Display for Error {
                 if let Some(holder) = holder {
                     write!(f, " by {holder}")?;
                 }
-                write!(
-                    f,
-                    "; another runner is migrating this database. Retry when it finishes, wait for it \
-                     with --lock-wait, or inspect it with `dirthara unlock`"
-                )
+                match self.context.waited {
+                    // Advice to wait would be advice to do what was just done.
+                    Some(waited) => write!(
+                        f,
+                        "; another runner is migrating this database, and it still held the lock \
+                         after waiting {} (--lock-wait). See who holds it with `dirthara unlock`; \
+                         if that runner is gone, `dirthara unlock --force` clears it (a lease also \
+                         lapses by itself); or wait without a limit with --lock-wait forever",
+                        human(waited)
+                    ),
+                    None => write!(
+                        f,
+                        "; another runner is migrating this database. Retry when it finishes, wait \
+                         for it with --lock-wait (e.g. 10m, or forever), or inspect it with \
+                         `dirthara unlock`"
+                    ),
+                }
             }
             ErrorKind::LockFailed {
                 lock,
@@ -298,6 +345,12 @@ impl fmt::Display for Error {
                     ". Run the command again: it plans against what was recorded"
                 )
             }
+            ErrorKind::Interrupted { .. } if self.context.waited.is_some() => write!(
+                f,
+                "interrupted while waiting for the lock (after {}); no migration was started and \
+                 nothing was changed",
+                human(self.context.waited.unwrap_or_default())
+            ),
             ErrorKind::Interrupted { remaining } => {
                 write!(f, "interrupted; every migration that started was finished and recorded")?;
                 if remaining.is_empty() {
@@ -379,11 +432,21 @@ impl fmt::Display for Error {
                 "migration {version} ({name}) is recorded as applied but its file is missing from the \
                  migration directories. Restore the file (check --dir and `directories`)"
             ),
-            ErrorKind::Irreversible { version, name } => write!(
-                f,
-                "migration {version} ({name}) has no down step, so it cannot be reversed; nothing was \
-                 changed. Add a `{version}_{name}.down.sql`, or choose a target after it"
-            ),
+            ErrorKind::Irreversible { version, name } => {
+                write!(
+                    f,
+                    "migration {version} ({name}) has no down step, so it cannot be reversed; \
+                     nothing was changed. "
+                )?;
+                match &self.context.down_file {
+                    Some(file) => write!(f, "Add {file}, or choose a target after it"),
+                    None => write!(
+                        f,
+                        "Add a `{version}_{name}.down.sql` (`.down.json` for MongoDB), or choose \
+                         a target after it"
+                    ),
+                }
+            }
             ErrorKind::UnknownVersion { version } => write!(
                 f,
                 "no migration has version {version}; nothing was changed. `dirthara status` lists the \
@@ -449,5 +512,9 @@ impl serde::Serialize for Error {
         map.end()
     }
 }
+
+mod hints;
+
+use hints::{down_file, human};
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -92,6 +92,23 @@ pub(crate) fn resolve_strategy(
     }
 }
 
+/// `INTERRUPTED` by a signal that came while waiting for the lock: nothing had started.
+pub(crate) fn interrupted_while_waiting(waited: Duration) -> Error {
+    Error::new(ErrorKind::Interrupted {
+        remaining: Vec::new(),
+    })
+    .after_waiting(waited)
+}
+
+/// `held` after the wait ran out: says how long we waited when a wait was asked for, so
+/// the advice is not to wait again (a zero wait is no wait; its advice is to wait).
+pub(crate) fn after_wait(held: Error, wait: LockWait, waited: Duration) -> Error {
+    match wait {
+        LockWait::For(limit) if limit.is_zero() => held,
+        _ => held.after_waiting(waited),
+    }
+}
+
 /// What a waiting runner needs to report.
 pub(crate) struct LockTarget<'a> {
     pub connection: &'a str,
@@ -125,19 +142,18 @@ pub(crate) async fn acquire_session_lock(
             return Ok(());
         }
         if shutdown.is_some_and(|rx| *rx.borrow()) {
-            return Err(Error::new(ErrorKind::Interrupted {
-                remaining: Vec::new(),
-            }));
+            return Err(interrupted_while_waiting(started.elapsed()));
         }
         let now = Instant::now();
         let remaining = deadline.map(|d| d.saturating_duration_since(now));
         if remaining == Some(Duration::ZERO) {
             let holder = lock.holder(target.table).await.ok().flatten();
-            return Err(Error::new(ErrorKind::LockHeld {
+            let held = Error::new(ErrorKind::LockHeld {
                 lock: LOCK_NAME.to_string(),
                 connection: target.connection.to_string(),
                 holder: holder.map(|h| h.to_string()),
-            }));
+            });
+            return Err(after_wait(held, target.wait, started.elapsed()));
         }
         if now >= next_report {
             let holder = lock.holder(target.table).await.ok().flatten();

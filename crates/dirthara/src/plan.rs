@@ -175,10 +175,7 @@ pub fn plan<'a>(
     for record in &to_reverse {
         let migration = by_version[&record.version];
         if migration.down.is_none() {
-            return Err(Error::new(ErrorKind::Irreversible {
-                version: migration.version,
-                name: migration.name.clone(),
-            }));
+            return Err(Error::irreversible(migration));
         }
         steps.push(PlannedStep {
             direction: Direction::Down,

@@ -58,10 +58,16 @@ pub struct PreviewStep {
     pub sql: String,
 }
 
+/// Said with every preview, in every output format.
+pub const PREVIEW_NOTICE: &str =
+    "this preview took no lock; another runner may change the database before you act on it";
+
 /// What a command would do, computed without a lock: it may be stale as soon as it returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Preview {
     pub operation: String,
+    /// [`PREVIEW_NOTICE`]: the plan may be stale as soon as it is shown.
+    pub notice: String,
     /// The `init_sql` each connection the plan touches runs on every session, by connection.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub init_sql: std::collections::BTreeMap<String, String>,
@@ -92,6 +98,12 @@ pub enum LockState {
     },
     /// Locking is turned off in the configuration.
     Off,
+    /// The lock could not be inspected (the lease table is unreadable, the server's clock
+    /// could not be read, ...): `status` and `unlock` say so instead of failing;
+    /// `unlock --force` fails.
+    Unknown {
+        reason: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -289,11 +289,14 @@ impl MongoBackend {
         documents: Vec<Document>,
         record: Option<(&str, HistoryChange)>,
     ) -> std::result::Result<(), StepFailure> {
+        let started = std::time::Instant::now();
         let mut session = self.begin().await?;
         let mut result = self.run_commands(documents, Some(&mut session)).await;
         if let (Ok(()), Some((table, change))) = (&result, &record) {
+            // Measured once the commands ran, inside the transaction the record commits with.
+            let change = change.measured(started.elapsed());
             result = self
-                .apply_change(table, change, Some(&mut session))
+                .apply_change(table, &change, Some(&mut session))
                 .await
                 .map_err(|e| history_record_failure(&e));
         }
@@ -445,10 +448,8 @@ impl Backend for MongoBackend {
         change: &HistoryChange,
     ) -> std::result::Result<(), StepFailure> {
         let (documents, _) = commands(text).map_err(StepFailure::refused)?;
-        let started = std::time::Instant::now();
-        // The duration is known only after the commands ran, inside the transaction.
-        let change = change.measured(started.elapsed());
-        self.in_transaction(documents, Some((table, change))).await
+        self.in_transaction(documents, Some((table, change.clone())))
+            .await
     }
 
     async fn run_code(

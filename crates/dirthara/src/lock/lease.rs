@@ -21,7 +21,7 @@ use serde::Serialize;
 use tokio::sync::{watch, Mutex};
 use tokio::task::JoinHandle;
 
-use super::LOCK_NAME;
+use super::{after_wait, interrupted_while_waiting, LOCK_NAME};
 use crate::backend::jittered;
 use crate::config::LockWait;
 use crate::error::{Code, Error, ErrorKind, Result};
@@ -176,15 +176,14 @@ pub(crate) async fn acquire_lease(
             return Ok(());
         }
         if shutdown.is_some_and(|rx| *rx.borrow()) {
-            return Err(Error::new(ErrorKind::Interrupted {
-                remaining: Vec::new(),
-            }));
+            return Err(interrupted_while_waiting(started.elapsed()));
         }
         let now = Instant::now();
         let remaining = deadline.map(|d| d.saturating_duration_since(now));
         if remaining == Some(Duration::ZERO) {
             let observation = store.observe().await?;
-            return Err(held_error(connection, &observation));
+            let held = held_error(connection, &observation);
+            return Err(after_wait(held, wait, started.elapsed()));
         }
         if now >= next_report {
             let holder = match store.observe().await? {

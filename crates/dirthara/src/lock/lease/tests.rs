@@ -191,3 +191,76 @@ async fn a_malformed_expiry_counts_as_held_by_acquire_and_by_status() {
         assert_eq!(store.owner().as_deref(), Some("someone-else"));
     }
 }
+
+// Real time: the wait's deadline is kept on the process clock, which a paused runtime
+// does not move.
+#[tokio::test]
+async fn a_bounded_wait_that_runs_out_says_how_long_and_does_not_advise_waiting() {
+    let store = MemoryLeaseStore::default();
+    acquire(&store, &request("migrate"), LockWait::For(Duration::ZERO))
+        .await
+        .unwrap();
+    let wait = Duration::from_millis(300);
+    let err = acquire(&store, &request("migrate"), LockWait::For(wait))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::MigrationLockHeld);
+    assert!(
+        err.waited().is_some_and(|w| w >= wait),
+        "{:?}",
+        err.waited()
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("still held the lock after waiting "),
+        "{text}"
+    );
+    assert!(text.contains(" (--lock-wait)"), "{text}");
+    assert!(text.contains("`dirthara unlock --force`"), "{text}");
+    assert!(text.contains("--lock-wait forever"), "{text}");
+    assert!(!text.contains("wait for it with --lock-wait"), "{text}");
+
+    // No wait asked for: waiting is the advice, and no wait is reported.
+    let err = acquire(&store, &request("migrate"), LockWait::For(Duration::ZERO))
+        .await
+        .unwrap_err();
+    assert_eq!(err.waited(), None);
+    assert!(
+        err.to_string().contains("wait for it with --lock-wait"),
+        "{err}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_shutdown_while_waiting_says_nothing_was_started() {
+    let store = MemoryLeaseStore::default();
+    acquire(&store, &request("migrate"), LockWait::For(Duration::ZERO))
+        .await
+        .unwrap();
+    let (stop, shutdown) = watch::channel(false);
+    let mut handle = store.clone();
+    let waiting = tokio::spawn(async move {
+        let req = request("migrate");
+        acquire_lease(
+            &mut handle,
+            &req,
+            "default",
+            LockWait::Forever,
+            &EventSink::discard(),
+            Some(&shutdown),
+        )
+        .await
+    });
+    tokio::time::advance(Duration::from_secs(3)).await;
+    stop.send(true).unwrap();
+    let err = waiting.await.unwrap().unwrap_err();
+    assert_eq!(err.code(), Code::Interrupted);
+    assert!(err.waited().is_some());
+    let text = err.to_string();
+    assert!(
+        text.contains("interrupted while waiting for the lock"),
+        "{text}"
+    );
+    assert!(text.contains("no migration was started"), "{text}");
+    assert!(!text.contains("was finished and recorded"), "{text}");
+}
