@@ -75,7 +75,7 @@ pub struct GlobalArgs {
 
     /// SQL run on every session opened on the `default` connection, before the lock (e.g.
     /// "SET lock_timeout = '5s'"); other connections: `[init_sql]` in dirthara.toml or
-    /// DIRTHARA_INIT_SQL_<NAME>
+    /// `DIRTHARA_INIT_SQL_<NAME>`
     #[arg(long, value_name = "SQL", global = true)]
     pub init_sql: Option<String>,
 

@@ -165,7 +165,8 @@ pub trait Backend: Send {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StepFailure {
-    pub error: DatabaseError,
+    /// Boxed: a failure is rare, and a large `Err` would widen every step's `Result`.
+    pub error: Box<DatabaseError>,
     /// The step was refused before it could change anything (e.g. a MongoDB command answering
     /// `ok: 0` as the first of its migration), so no `running` marker needs to stay behind.
     pub nothing_changed: bool,
@@ -175,7 +176,7 @@ impl StepFailure {
     /// A failure where the step may have changed something.
     pub fn new(error: DatabaseError) -> Self {
         StepFailure {
-            error,
+            error: Box::new(error),
             nothing_changed: false,
         }
     }
@@ -183,7 +184,7 @@ impl StepFailure {
     /// Refused before anything ran.
     pub fn refused(message: impl Into<String>) -> Self {
         StepFailure {
-            error: DatabaseError::from_message(message),
+            error: Box::new(DatabaseError::from_message(message)),
             nothing_changed: true,
         }
     }

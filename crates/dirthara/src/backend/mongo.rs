@@ -203,7 +203,7 @@ impl MongoBackend {
                 // first, the migration changed nothing at all.
                 let refused = matches!(*e.kind, MongoErrorKind::Command(_));
                 StepFailure {
-                    error,
+                    error: Box::new(error),
                     nothing_changed: refused && index == 0,
                 }
             })?;

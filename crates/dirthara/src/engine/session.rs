@@ -207,7 +207,7 @@ impl Session<'_> {
                 name: migration.name.clone(),
                 direction: step.direction,
                 connection: migration.connection.clone(),
-                error: failure.error,
+                error: *failure.error,
                 left_dirty,
             })
         };
