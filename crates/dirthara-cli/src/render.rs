@@ -397,6 +397,9 @@ impl Renderer {
                     if m.out_of_order {
                         state.push_str(" (out of order)");
                     }
+                    if m.own_transaction.is_some() {
+                        state.push_str(" (manages its own transaction)");
+                    }
                     [
                         m.version.to_string(),
                         m.name.clone(),

@@ -335,6 +335,9 @@ pub struct MigrationStatus {
     pub batch: Option<i64>,
     pub applied_at: Option<String>,
     pub out_of_order: bool,
+    /// The file controls its own transaction (see [`Migration::own_transaction`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub own_transaction: Option<String>,
 }
 
 /// Every migration known to the files or the history, in version order, with its state.
@@ -361,6 +364,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                 applied_at: record.map(|r| r.applied_at.clone()),
                 out_of_order: state == MigrationState::Pending
                     && newest_applied.is_some_and(|n| migration.version < n),
+                own_transaction: migration.own_transaction.clone(),
             },
         );
     }
@@ -378,6 +382,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                 batch: Some(record.batch),
                 applied_at: Some(record.applied_at.clone()),
                 out_of_order: false,
+                own_transaction: None,
             });
     }
     lines.into_values().collect()
