@@ -422,7 +422,7 @@ pub(crate) fn database_error(error: &sqlx::Error, step: Option<(&str, usize)>) -
             // 1-based character index into the whole message sent.
             if let Some(index) = position.checked_sub(1 + start) {
                 if index <= text.chars().count() {
-                    let (line, column) = line_column(text, index);
+                    let (line, column) = crate::source::sql::line_column(text, index);
                     out.line = Some(line);
                     out.column = Some(column);
                 }
@@ -436,22 +436,6 @@ pub(crate) fn database_error(error: &sqlx::Error, step: Option<(&str, usize)>) -
         out.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
     }
     out
-}
-
-/// The 1-based line and column of the `index`-th character (0-based) of `text`.
-#[cfg(feature = "postgres")]
-fn line_column(text: &str, index: usize) -> (usize, usize) {
-    let mut line = 1;
-    let mut column = 1;
-    for c in text.chars().take(index) {
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    (line, column)
 }
 
 /// A URL with its password replaced, safe to print: the `user:password@` part and any

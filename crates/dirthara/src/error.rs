@@ -468,7 +468,16 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    /// For `MIGRATION_FAILED`, what the database said (also part of the message, which is
+    /// what the CLI prints; a reporter walking `source()` gets the structured fields).
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &*self.kind {
+            ErrorKind::MigrationFailed { error, .. } => Some(error),
+            _ => None,
+        }
+    }
+}
 
 /// `{"code", "message", ...}`: the code, the message as printed, the facts a program can act
 /// on (the failed migration and everything the database said about it), any secondary

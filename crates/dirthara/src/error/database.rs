@@ -86,6 +86,8 @@ impl fmt::Display for DatabaseError {
     }
 }
 
+impl std::error::Error for DatabaseError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
