@@ -401,6 +401,7 @@ pub(crate) fn database_error(error: &sqlx::Error, step: Option<(&str, usize)>) -
             ..DatabaseError::default()
         };
     };
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(unused_mut))]
     let mut out = DatabaseError {
         message: db.message().to_string(),
         code: db.code().map(|c| c.into_owned()),
