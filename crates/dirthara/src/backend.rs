@@ -393,6 +393,7 @@ pub(crate) fn database_message(error: &sqlx::Error) -> String {
 /// character offset at which it started in the text sent, so PostgreSQL's error position can
 /// be turned into the file's line and column.
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
 pub(crate) fn database_error(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
     let sqlx::Error::Database(db) = error else {
         return DatabaseError {
