@@ -668,3 +668,54 @@ async fn a_mongodb_command_refused_before_writing_leaves_no_dirty_record() {
     assert!(!ran.stderr.contains("resolve"), "not dirty: {}", ran.stderr);
     assert_eq!(state_of(&db, &m, 1), "pending");
 }
+
+#[tokio::test]
+async fn a_killed_mariadb_connection_is_reported_as_lost_and_the_migration_as_dirty() {
+    let Some(db) = TestDb::create(Server::Mysql).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(
+        1,
+        "slow",
+        "CREATE TABLE slow (id INT);\nSELECT SLEEP(20);",
+        None,
+    );
+    let child = spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "json"],
+    ));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let running = db
+            .strings(
+                "SELECT CAST(ID AS CHAR) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE '%SLEEP(20)%' AND INFO NOT LIKE '%PROCESSLIST%'",
+            )
+            .await;
+        if let Some(id) = running.first() {
+            db.execute(&format!("KILL CONNECTION {id}")).await;
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let output = child.wait_with_output().unwrap();
+    let (stdout, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [MIGRATION_FAILED]"), "{stderr}");
+    assert!(
+        stderr.contains("connection to the database was lost"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("half-applied"), "{stderr}");
+    assert!(!stderr.contains("LOCK_LEASE_LOST"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["error"]["database"]["connection_lost"], true, "{doc}");
+    // MySQL DDL committed on its own: the `running` record says so.
+    assert_eq!(state_of(&db, &m, 1), "dirty");
+}
