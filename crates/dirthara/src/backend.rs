@@ -37,8 +37,8 @@ pub enum BackendKind {
     Postgres,
     Mysql,
     Mongo,
-    /// The in-memory backend of the engine's own tests.
-    #[doc(hidden)]
+    /// The in-memory backend of the engine's own tests; not part of a real build.
+    #[cfg(test)]
     Memory,
 }
 
@@ -54,6 +54,7 @@ impl BackendKind {
             "sqlite" => Ok(BackendKind::Sqlite),
             "postgres" | "postgresql" => Ok(BackendKind::Postgres),
             "mysql" | "mariadb" => Ok(BackendKind::Mysql),
+            #[cfg(test)]
             "memory" => Ok(BackendKind::Memory),
             "mongodb" | "mongodb+srv" => Ok(BackendKind::Mongo),
             _ => Err(Error::config(format!(
@@ -70,6 +71,7 @@ impl BackendKind {
             BackendKind::Postgres => "postgres",
             BackendKind::Mysql => "mysql",
             BackendKind::Mongo => "mongodb",
+            #[cfg(test)]
             BackendKind::Memory => "memory",
         }
     }
@@ -84,10 +86,12 @@ impl BackendKind {
 
     /// Whether the database has a session lock (`locking = true` uses it).
     pub fn has_session_lock(self) -> bool {
-        matches!(
-            self,
-            BackendKind::Postgres | BackendKind::Mysql | BackendKind::Memory
-        )
+        match self {
+            BackendKind::Postgres | BackendKind::Mysql => true,
+            #[cfg(test)]
+            BackendKind::Memory => true,
+            BackendKind::Sqlite | BackendKind::Mongo => false,
+        }
     }
 }
 
@@ -341,6 +345,7 @@ async fn connect_once(
         BackendKind::Postgres => Err(unsupported("postgres")),
         #[cfg(not(feature = "mysql"))]
         BackendKind::Mysql => Err(unsupported("mysql")),
+        #[cfg(test)]
         BackendKind::Memory => Err(unsupported("memory (tests only)")),
     }
 }
