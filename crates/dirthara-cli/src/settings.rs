@@ -18,7 +18,7 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
         }
         None => {}
     }
-    config.merge_env(environment())?;
+    config.merge_env(environment()?)?;
     if let Some(url) = &args.database_url {
         config.connections.insert(
             dirthara::migration::DEFAULT_CONNECTION.to_string(),
@@ -58,35 +58,27 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
 }
 
 /// The process environment, with `.env` (when present) filling in what is not already set.
-fn environment() -> Vec<(String, String)> {
+/// The file is read as `dotenvy` reads it (quotes, escapes, `export`, `${VAR}`); a line it
+/// cannot read is an error naming the file, not silently skipped.
+fn environment() -> Result<Vec<(String, String)>, Error> {
     let mut vars: Vec<(String, String)> = std::env::vars().collect();
-    if let Ok(text) = std::fs::read_to_string(".env") {
-        for (key, value) in parse_dotenv(&text) {
-            if !vars.iter().any(|(k, _)| *k == key) {
-                vars.push((key, value));
-            }
+    let bad = |e: dotenvy::Error| {
+        Error::new(dirthara::ErrorKind::Config {
+            message: format!(".env: {e}; fix or remove that line"),
+        })
+    };
+    let entries = match dotenvy::from_filename_iter(".env") {
+        Ok(entries) => entries,
+        Err(e) if e.not_found() => return Ok(vars),
+        Err(e) => return Err(bad(e)),
+    };
+    for entry in entries {
+        let (key, value) = entry.map_err(bad)?;
+        if !vars.iter().any(|(k, _)| *k == key) {
+            vars.push((key, value));
         }
     }
-    vars
-}
-
-/// `KEY=VALUE` lines; `#` comments, `export ` prefixes and surrounding quotes are allowed.
-fn parse_dotenv(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .filter_map(|line| {
-            let line = line.strip_prefix("export ").unwrap_or(line);
-            let (key, value) = line.split_once('=')?;
-            let value = value.trim();
-            let value = value
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-                .unwrap_or(value);
-            Some((key.trim().to_string(), value.to_string()))
-        })
-        .collect()
+    Ok(vars)
 }
 
 /// Where `new` writes: the first configured directory.
@@ -97,23 +89,4 @@ pub fn new_migration_dir(config: &Config) -> Result<PathBuf, Error> {
                 .into(),
         })
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dotenv_lines_parse() {
-        let vars = parse_dotenv(
-            "# comment\nDATABASE_URL=\"sqlite:x.db\"\nexport DIRTHARA_LOCKING=off\nBAD LINE\n",
-        );
-        assert_eq!(
-            vars,
-            vec![
-                ("DATABASE_URL".to_string(), "sqlite:x.db".to_string()),
-                ("DIRTHARA_LOCKING".to_string(), "off".to_string())
-            ]
-        );
-    }
 }

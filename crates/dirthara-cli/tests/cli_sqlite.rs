@@ -1776,6 +1776,22 @@ fn dotenv_file_with_database_url_is_read_and_the_environment_wins_over_it() {
 }
 
 #[test]
+fn a_dotenv_line_that_cannot_be_read_is_a_config_error_naming_the_file() {
+    let p = Project::new();
+    three(&p);
+    p.write(
+        ".env",
+        "DATABASE_URL=sqlite:dotenv.db
+BAD LINE
+",
+    );
+    p.run(&["--no-lock", "migrate"])
+        .error("CONFIG_ERROR")
+        .stderr_has(".env");
+    assert!(!p.exists("dotenv.db"));
+}
+
+#[test]
 fn an_unknown_key_in_dirthara_toml_is_a_config_error_naming_the_key() {
     let p = Project::new();
     p.write(

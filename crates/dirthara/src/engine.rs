@@ -276,9 +276,7 @@ impl Migrator {
             if kind == BackendKind::Memory {
                 continue;
             }
-            if migration.format != StepFormat::Rust
-                && kind.step_format() != migration.format
-            {
+            if migration.format != StepFormat::Rust && kind.step_format() != migration.format {
                 return Err(Error::invalid(
                     PathBuf::from(&migration.origin),
                     format!(
