@@ -5,6 +5,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use anstyle::Style;
 use dirthara::report::{
     ForceUnlockReport, LockReport, LockState, Preview, RunReport, StatusReport,
 };
@@ -26,28 +27,28 @@ fn stdout_line(line: &str) {
     let _ = writeln!(out, "{line}");
 }
 
+/// Through `anstream`, which keeps colour only where it belongs: on a terminal, never with
+/// `NO_COLOR` (<https://no-color.org>) or `TERM=dumb`, always with `CLICOLOR_FORCE`.
 fn stderr_line(line: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
+    let _ = writeln!(anstream::stderr().lock(), "{line}");
 }
 
-/// Colour only on a terminal, and never when `NO_COLOR` is set (<https://no-color.org>).
-pub fn colour_stderr() -> bool {
-    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
+const ERROR_STYLE: Style = Style::new()
+    .bold()
+    .fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Red)));
+const WARNING_STYLE: Style = Style::new()
+    .bold()
+    .fg_color(Some(anstyle::Color::Ansi(anstyle::AnsiColor::Yellow)));
 
-fn paint(text: &str, code: &str, enabled: bool) -> String {
-    if enabled {
-        format!("\x1b[{code}m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
+fn paint(text: &str, style: Style) -> String {
+    format!("{style}{text}{style:#}")
 }
 
 /// `warning [CODE]: message`, the prefix coloured on a terminal.
 fn warning_line(w: &dirthara::Warning) -> String {
     format!(
         "{} [{}]: {}",
-        paint("warning", "1;33", colour_stderr()),
+        paint("warning", WARNING_STYLE),
         w.code,
         w.message
     )
@@ -469,10 +470,9 @@ impl Renderer {
 
     /// `Error [CODE]: message`, with any secondary failure under it.
     pub fn error(&self, error: &Error) {
-        let colour = colour_stderr();
         let mut text = format!(
             "{} [{}]: {error}",
-            paint("Error", "1;31", colour),
+            paint("Error", ERROR_STYLE),
             error.code()
         );
         let mut secondary = error.secondary();

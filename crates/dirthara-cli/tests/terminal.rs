@@ -68,7 +68,7 @@ fn errors_are_coloured_on_a_terminal_but_never_with_no_color() {
         return;
     };
     assert!(
-        out.contains("\x1b[1;31mError\x1b[0m [MIGRATION_LOCK_FAILED]"),
+        out.contains("\x1b[1m\x1b[31mError\x1b[0m [MIGRATION_LOCK_FAILED]"),
         "{out:?}"
     );
     let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db migrate", true) else {
@@ -104,4 +104,26 @@ fn the_manual_page_is_generated_from_the_command_line_definition() {
     assert!(out.status.success());
     assert!(page.contains(".TH dirthara 1"), "{page}");
     assert!(page.contains("lock\\-wait"), "documents the flags: {page}");
+}
+
+#[test]
+fn clicolor_force_colours_errors_even_off_a_terminal_and_no_color_wins_otherwise() {
+    let dir = project(1);
+    let run = |force: bool| {
+        let mut cmd = Command::new(bin());
+        cmd.current_dir(dir.path())
+            .args(["-d", "sqlite:t.db", "migrate"]) // SQLite with locking on: refused
+            .env_remove("NO_COLOR")
+            .env_remove("DATABASE_URL");
+        if force {
+            cmd.env("CLICOLOR_FORCE", "1");
+        }
+        String::from_utf8_lossy(&cmd.output().unwrap().stderr).into_owned()
+    };
+    assert!(
+        run(true).contains("\x1b[1m\x1b[31mError\x1b[0m ["),
+        "{:?}",
+        run(true)
+    );
+    assert!(!run(false).contains('\x1b'), "{:?}", run(false));
 }
