@@ -86,22 +86,14 @@ impl LockWait {
     }
 }
 
-/// Parses `500ms`, `30s`, `5m`, `2h`, or a bare number of seconds (`0`, `30`).
+/// Parses a duration as `humantime` does (`500ms`, `30s`, `5m`, `2h`, `1h 30m`, `1day`), or
+/// a bare number of seconds (`0`, `30`), the form TOML integers and shell scripts use.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: f64 = number.parse().ok()?;
-    let seconds = match unit.trim() {
-        "" | "s" | "sec" | "secs" => number,
-        "ms" => number / 1000.0,
-        "m" | "min" | "mins" => number * 60.0,
-        "h" => number * 3600.0,
-        _ => return None,
-    };
-    Duration::try_from_secs_f64(seconds).ok()
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().map(Duration::from_secs);
+    }
+    humantime::parse_duration(text).ok()
 }
 
 /// Everything a [`Migrator`](crate::Migrator) needs to know.
@@ -451,7 +443,8 @@ mod tests {
         assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
         assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
         assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
-        assert_eq!(parse_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("1h 30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("30"), Some(Duration::from_secs(30)));
         assert_eq!(parse_duration("soon"), None);
         assert_eq!(parse_duration("-1s"), None);
         assert_eq!(LockWait::parse("forever"), Some(LockWait::Forever));
