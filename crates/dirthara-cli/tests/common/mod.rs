@@ -335,152 +335,30 @@ impl Project {
     }
 }
 
-/// The names of the tables in a SQLite database file, read straight from the file's schema
-/// b-tree (`sqlite_schema`, rooted at page 1), so no SQLite library or `sqlite3` CLI is needed.
-///
-/// Only live cells are read (through each page's cell-pointer array), so dropped tables whose
-/// bytes linger in free space are not reported. A missing or empty file has no tables. Panics
-/// if the file is not a SQLite database, or if it has an uncheckpointed WAL, whose content
-/// would be missed (dirthara closes its connections, so there is none after a run).
+/// The names of the tables in a SQLite database file, asked of SQLite itself (sqlx's driver,
+/// as dirthara uses it). A missing or empty file has no tables, and is not created.
 pub fn sqlite_tables(path: &Path) -> Vec<String> {
-    let mut wal = path.as_os_str().to_owned();
-    wal.push("-wal");
-    let wal = PathBuf::from(wal);
-    if fs::metadata(&wal).map(|m| m.len() > 0).unwrap_or(false) {
-        panic!(
-            "{} has a non-empty WAL; its schema cannot be read from the main file alone",
-            path.display()
-        );
-    }
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
-        Err(e) => panic!("read {}: {e}", path.display()),
-    };
-    if bytes.is_empty() {
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{ConnectOptions, Connection, Row};
+    if fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {
         return Vec::new();
     }
-    assert!(
-        bytes.len() >= 100 && &bytes[..16] == b"SQLite format 3\0",
-        "{} is not a SQLite database",
-        path.display()
-    );
-    let page_size = match u16::from_be_bytes([bytes[16], bytes[17]]) {
-        1 => 65_536,
-        n => usize::from(n),
-    };
-    let mut entries = Vec::new();
-    schema_page(&bytes, page_size, 1, &mut entries, 0);
-    let mut tables: Vec<String> = entries
-        .into_iter()
-        .filter(|(kind, _)| kind == "table")
-        .map(|(_, name)| name)
-        .collect();
-    tables.sort();
-    tables
-}
-
-/// Collects `(type, name)` of every row of the table b-tree page `page_no`.
-fn schema_page(
-    bytes: &[u8],
-    page_size: usize,
-    page_no: usize,
-    out: &mut Vec<(String, String)>,
-    depth: usize,
-) {
-    assert!(depth < 32, "SQLite schema b-tree is implausibly deep");
-    let page_start = (page_no - 1) * page_size;
-    let header = page_start + if page_no == 1 { 100 } else { 0 };
-    let kind = bytes[header];
-    let cells = usize::from(u16::from_be_bytes([bytes[header + 3], bytes[header + 4]]));
-    let pointers = header + if kind == 0x05 { 12 } else { 8 };
-    let cell_offset = |i: usize| {
-        page_start
-            + usize::from(u16::from_be_bytes([
-                bytes[pointers + 2 * i],
-                bytes[pointers + 2 * i + 1],
-            ]))
-    };
-    match kind {
-        // Interior table page: each cell is a 4-byte left child and a rowid; then the right child.
-        0x05 => {
-            for i in 0..cells {
-                let at = cell_offset(i);
-                let child =
-                    u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
-                schema_page(bytes, page_size, child as usize, out, depth + 1);
-            }
-            let right = u32::from_be_bytes([
-                bytes[header + 8],
-                bytes[header + 9],
-                bytes[header + 10],
-                bytes[header + 11],
-            ]);
-            schema_page(bytes, page_size, right as usize, out, depth + 1);
-        }
-        // Leaf table page: payload size, rowid, then the record (type, name, tbl_name, ...).
-        0x0d => {
-            for i in 0..cells {
-                let mut at = cell_offset(i);
-                let (_payload, n) = varint(&bytes[at..]);
-                at += n;
-                let (_rowid, n) = varint(&bytes[at..]);
-                at += n;
-                let record = at;
-                let (header_len, n) = varint(&bytes[record..]);
-                let mut cursor = record + n;
-                let mut serial_types = Vec::new();
-                while cursor < record + header_len as usize && serial_types.len() < 2 {
-                    let (serial, n) = varint(&bytes[cursor..]);
-                    serial_types.push(serial);
-                    cursor += n;
-                }
-                let mut body = record + header_len as usize;
-                let mut columns = Vec::new();
-                for serial in serial_types {
-                    let len = serial_len(serial);
-                    let text = if serial >= 13 && serial % 2 == 1 {
-                        String::from_utf8_lossy(&bytes[body..body + len]).into_owned()
-                    } else {
-                        String::new()
-                    };
-                    columns.push(text);
-                    body += len;
-                }
-                if let [kind, name] = columns.as_slice() {
-                    out.push((kind.clone(), name.clone()));
-                }
-            }
-        }
-        other => panic!("unexpected SQLite b-tree page type {other:#x} in the schema"),
-    }
-}
-
-/// SQLite's big-endian varint: up to 9 bytes, 7 bits each (8 in the ninth).
-fn varint(bytes: &[u8]) -> (u64, usize) {
-    let mut value = 0u64;
-    for (i, &b) in bytes.iter().take(9).enumerate() {
-        if i == 8 {
-            return ((value << 8) | u64::from(b), 9);
-        }
-        value = (value << 7) | u64::from(b & 0x7f);
-        if b & 0x80 == 0 {
-            return (value, i + 1);
-        }
-    }
-    (value, bytes.len().min(9))
-}
-
-/// The byte length of a record column of the given serial type.
-fn serial_len(serial: u64) -> usize {
-    match serial {
-        0 | 8 | 9 | 10 | 11 => 0,
-        1 => 1,
-        2 => 2,
-        3 => 3,
-        4 => 4,
-        5 => 6,
-        6 | 7 => 8,
-        n => ((n - 12) / 2) as usize,
-    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut conn = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(false)
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("open {}: {e}", path.display()));
+        let rows = sqlx::query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap_or_else(|e| panic!("read the schema of {}: {e}", path.display()));
+        let _ = conn.close().await;
+        rows.iter().map(|row| row.get::<String, _>(0)).collect()
+    })
 }
