@@ -227,7 +227,11 @@ pub enum PreviewCommand {
 #[derive(Debug, Args)]
 pub struct BaselineArgs {
     /// Record every migration up to this version
-    #[arg(value_name = "VERSION", required_unless_present = "from", conflicts_with = "from")]
+    #[arg(
+        value_name = "VERSION",
+        required_unless_present = "from",
+        conflicts_with = "from"
+    )]
     pub target: Option<i64>,
     #[command(flatten)]
     pub from: OptionalFromArgs,

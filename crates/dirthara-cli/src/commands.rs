@@ -8,8 +8,8 @@ use clap::CommandFactory;
 use dirthara::{Command as Plan, Error, ErrorKind, Migrator, Resolution, RollbackScope};
 use tokio::sync::watch;
 
-use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
 use crate::cli::OutputFormat;
+use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
 use crate::render::Renderer;
 use crate::scaffold::{create_migration, Template};
 use crate::settings::{build_config, new_migration_dir};
@@ -227,7 +227,6 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), Error> {
     }
 }
 
-
 fn adopt_source(tool: &str, table: Option<String>) -> dirthara::adopt::AdoptSource {
     let tool = dirthara::adopt::Tool::parse(tool).expect("clap only accepts known tools");
     dirthara::adopt::AdoptSource { tool, table }
@@ -238,7 +237,11 @@ fn render_adoption(renderer: &Renderer, report: &dirthara::adopt::AdoptionReport
     let mut out = std::io::stdout().lock();
     match renderer.format {
         OutputFormat::Json => {
-            let _ = writeln!(out, "{}", serde_json::to_string_pretty(report).unwrap_or_default());
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(report).unwrap_or_default()
+            );
             return;
         }
         OutputFormat::Ndjson => {

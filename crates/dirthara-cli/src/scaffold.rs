@@ -73,9 +73,8 @@ pub fn create_migration(
     let files = files_for(dir, layout, &version, name, irreversible, template);
     for (path, text) in &files {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                config_error(format!("cannot create {}: {e}", parent.display()))
-            })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|e| config_error(format!("cannot create {}: {e}", parent.display())))?;
         }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
@@ -200,8 +199,14 @@ fn files_for(
                     template.body(name, IRREVERSIBLE),
                 ));
             } else {
-                files.push((dir.join(format!("{v}_{name}.up.{ext}")), template.body(name, UP)));
-                files.push((dir.join(format!("{v}_{name}.down.{ext}")), template.body(name, DOWN)));
+                files.push((
+                    dir.join(format!("{v}_{name}.up.{ext}")),
+                    template.body(name, UP),
+                ));
+                files.push((
+                    dir.join(format!("{v}_{name}.down.{ext}")),
+                    template.body(name, DOWN),
+                ));
             }
         }
         Layout::Diesel => {

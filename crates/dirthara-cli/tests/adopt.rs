@@ -18,21 +18,41 @@ struct Ran {
 
 impl Ran {
     fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}{}", self.stdout, self.stderr))
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "not one JSON document ({e}): {}{}",
+                self.stdout, self.stderr
+            )
+        })
     }
 
     #[track_caller]
     fn ok(&self, context: &str) -> &Self {
-        assert_eq!(self.code, Some(0), "{context}\n{}\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code,
+            Some(0),
+            "{context}\n{}\n{}",
+            self.stdout,
+            self.stderr
+        );
         self
     }
 
     #[track_caller]
     fn refused(&self, context: &str, needles: &[&str]) -> &Self {
-        assert_eq!(self.code, Some(1), "{context}\n{}\n{}", self.stdout, self.stderr);
+        assert_eq!(
+            self.code,
+            Some(1),
+            "{context}\n{}\n{}",
+            self.stdout,
+            self.stderr
+        );
         for needle in needles {
-            assert!(self.stderr.contains(needle), "{context}: expected `{needle}` in:\n{}", self.stderr);
+            assert!(
+                self.stderr.contains(needle),
+                "{context}: expected `{needle}` in:\n{}",
+                self.stderr
+            );
         }
         self
     }
@@ -157,7 +177,11 @@ fn history_sql(tool: &str, server: Server, table: &str, applied: &[i64], failed:
                 if pg { "now()" } else { "CURRENT_TIMESTAMP" },
                 if pg { "BYTEA" } else { "BLOB" },
             ));
-            let checksum = if pg { "decode('a1b2c3', 'hex')" } else { "X'a1b2c3'" };
+            let checksum = if pg {
+                "decode('a1b2c3', 'hex')"
+            } else {
+                "X'a1b2c3'"
+            };
             for (i, v) in applied.iter().enumerate() {
                 let success = if i + 1 == applied.len() { ok } else { "TRUE" };
                 sql.push(format!(
@@ -182,7 +206,11 @@ fn history_sql(tool: &str, server: Server, table: &str, applied: &[i64], failed:
         "dbmate" => {
             sql.push(format!(
                 "create table if not exists {table} (version varchar(128) primary key){}",
-                if pg { "" } else { " character set latin1 collate latin1_bin" }
+                if pg {
+                    ""
+                } else {
+                    " character set latin1 collate latin1_bin"
+                }
             ));
             for v in applied {
                 sql.push(format!("insert into {table} (version) values ('{v}')"));
@@ -194,13 +222,21 @@ fn history_sql(tool: &str, server: Server, table: &str, applied: &[i64], failed:
                 "CREATE TABLE {table} (id serial NOT NULL, version_id bigint NOT NULL, \
                  is_applied boolean NOT NULL, tstamp timestamp NULL default now(), PRIMARY KEY(id))"
             ));
-            sql.push(format!("INSERT INTO {table} (version_id, is_applied) VALUES (0, TRUE)"));
+            sql.push(format!(
+                "INSERT INTO {table} (version_id, is_applied) VALUES (0, TRUE)"
+            ));
             for v in applied {
-                sql.push(format!("INSERT INTO {table} (version_id, is_applied) VALUES ({v}, TRUE)"));
+                sql.push(format!(
+                    "INSERT INTO {table} (version_id, is_applied) VALUES ({v}, TRUE)"
+                ));
             }
             // Migration 3 went up and came down again: not applied.
-            sql.push(format!("INSERT INTO {table} (version_id, is_applied) VALUES (3, TRUE)"));
-            sql.push(format!("INSERT INTO {table} (version_id, is_applied) VALUES (3, FALSE)"));
+            sql.push(format!(
+                "INSERT INTO {table} (version_id, is_applied) VALUES (3, TRUE)"
+            ));
+            sql.push(format!(
+                "INSERT INTO {table} (version_id, is_applied) VALUES (3, FALSE)"
+            ));
         }
         "refinery" => {
             sql.push(format!(
@@ -236,21 +272,47 @@ fn history_sql(tool: &str, server: Server, table: &str, applied: &[i64], failed:
                 if pg { "" } else { " ENGINE=InnoDB" }
             ));
             sql.push(format!("CREATE INDEX {table}_s_idx ON {table} (success)"));
-            let row = |rank: usize, version: &str, description: &str, kind: &str, script: &str, success: &str| {
+            let row = |rank: usize,
+                       version: &str,
+                       description: &str,
+                       kind: &str,
+                       script: &str,
+                       success: &str| {
                 format!(
                     "INSERT INTO {table} (installed_rank, version, description, type, script, checksum, \
                      installed_by, execution_time, success) VALUES ({rank}, {version}, '{description}', \
                      '{kind}', '{script}', 1234, 'app', 12, {success})"
                 )
             };
-            sql.push(row(0, "'0'", "<< Flyway Schema Creation >>", "SCHEMA", "\"public\"", "TRUE"));
+            sql.push(row(
+                0,
+                "'0'",
+                "<< Flyway Schema Creation >>",
+                "SCHEMA",
+                "\"public\"",
+                "TRUE",
+            ));
             for (i, v) in applied.iter().enumerate() {
                 let success = if i + 1 == applied.len() { ok } else { "TRUE" };
                 let script = format!("V{v}__create_t{}.sql", i + 1);
-                sql.push(row(i + 1, &format!("'{v}'"), "create t", "SQL", &script, success));
+                sql.push(row(
+                    i + 1,
+                    &format!("'{v}'"),
+                    "create t",
+                    "SQL",
+                    &script,
+                    success,
+                ));
             }
             // A repeatable migration: no version, not a versioned migration.
-            sql.push(row(applied.len() + 1, "NULL", "views", "SQL", "R__views.sql", "TRUE"));
+            sql.push(row(
+                applied.len() + 1,
+                "NULL",
+                "views",
+                "SQL",
+                "R__views.sql",
+                "TRUE",
+            ));
         }
         other => panic!("no history for {other}"),
     }
@@ -267,7 +329,9 @@ async fn count(db: &TestDb, table: &str) -> String {
 
 async fn every_tool_is_adopted(server: Server) {
     for tool in tools() {
-        let Some(db) = TestDb::create(server).await else { return };
+        let Some(db) = TestDb::create(server).await else {
+            return;
+        };
         let context = format!("{} on {}", tool.name, server.name());
         let dir = tempfile::tempdir().unwrap();
         write_files(dir.path(), tool.files, &tool.versions);
@@ -275,31 +339,69 @@ async fn every_tool_is_adopted(server: Server) {
         db.execute("CREATE TABLE adopt_t1 (id INT)").await;
         db.execute("CREATE TABLE adopt_t2 (id INT)").await;
         let applied = &tool.versions[..2];
-        db.execute(&history_sql(tool.name, server, tool.table, applied, false)).await;
+        db.execute(&history_sql(tool.name, server, tool.table, applied, false))
+            .await;
         let rows_before = count(&db, tool.table).await;
 
-        let preview = run(&db, dir.path(), &["--output", "json", "preview", "baseline", "--from", tool.name]);
-        assert_eq!(versions(&preview.ok(&context).json(), "recorded"), applied, "{context}");
-        assert!(!db.tables().await.contains(&"dirthara_migrations".to_string()), "{context}: preview wrote");
+        let preview = run(
+            &db,
+            dir.path(),
+            &[
+                "--output", "json", "preview", "baseline", "--from", tool.name,
+            ],
+        );
+        assert_eq!(
+            versions(&preview.ok(&context).json(), "recorded"),
+            applied,
+            "{context}"
+        );
+        assert!(
+            !db.tables()
+                .await
+                .contains(&"dirthara_migrations".to_string()),
+            "{context}: preview wrote"
+        );
 
         let adopted = run(&db, dir.path(), &["baseline", "--from", tool.name]);
         adopted.ok(&context);
         if tool.name == "golang-migrate" {
-            assert!(adopted.stderr.contains("every file up to version 2"), "{context}: {}", adopted.stderr);
+            assert!(
+                adopted.stderr.contains("every file up to version 2"),
+                "{context}: {}",
+                adopted.stderr
+            );
         }
-        let history: Vec<i64> = db.history().await.iter().map(|(v, batch, state)| {
-            assert_eq!((*batch, state.as_str()), (1, "applied"), "{context}");
-            *v
-        }).collect();
+        let history: Vec<i64> = db
+            .history()
+            .await
+            .iter()
+            .map(|(v, batch, state)| {
+                assert_eq!((*batch, state.as_str()), (1, "applied"), "{context}");
+                *v
+            })
+            .collect();
         assert_eq!(history, applied, "{context}");
-        assert_eq!(count(&db, tool.table).await, rows_before, "{context}: the tool's table changed");
+        assert_eq!(
+            count(&db, tool.table).await,
+            rows_before,
+            "{context}: the tool's table changed"
+        );
 
         let migrated = run(&db, dir.path(), &["--output", "json", "migrate"]);
-        assert_eq!(versions(&migrated.ok(&context).json(), "applied"), vec![tool.versions[2]], "{context}");
-        assert!(db.tables().await.contains(&"adopt_t3".to_string()), "{context}");
+        assert_eq!(
+            versions(&migrated.ok(&context).json(), "applied"),
+            vec![tool.versions[2]],
+            "{context}"
+        );
+        assert!(
+            db.tables().await.contains(&"adopt_t3".to_string()),
+            "{context}"
+        );
 
-        run(&db, dir.path(), &["baseline", "--from", tool.name])
-            .refused(&context, &["Error [CONFIG_ERROR]", "already has 3 record(s)"]);
+        run(&db, dir.path(), &["baseline", "--from", tool.name]).refused(
+            &context,
+            &["Error [CONFIG_ERROR]", "already has 3 record(s)"],
+        );
     }
 }
 
@@ -316,19 +418,35 @@ async fn every_tool_is_adopted_on_mariadb() {
 /// A refused adoption writes nothing: no dirthara history appears.
 async fn refused_cleanly(db: &TestDb, context: &str) {
     let tables = db.tables().await;
-    assert!(!tables.contains(&"dirthara_migrations".to_string()), "{context}: {tables:?}");
+    assert!(
+        !tables.contains(&"dirthara_migrations".to_string()),
+        "{context}: {tables:?}"
+    );
 }
 
 async fn every_refusal(server: Server) {
     let tools = tools();
     let find = |name: &str| tools.iter().find(|t| t.name == name).unwrap();
     // A failed or dirty entry, each in its tool's own words.
-    for (name, fix) in [("sqlx", "sqlx migrate run"), ("golang-migrate", "migrate force 2"), ("flyway", "flyway repair")] {
-        let Some(db) = TestDb::create(server).await else { return };
+    for (name, fix) in [
+        ("sqlx", "sqlx migrate run"),
+        ("golang-migrate", "migrate force 2"),
+        ("flyway", "flyway repair"),
+    ] {
+        let Some(db) = TestDb::create(server).await else {
+            return;
+        };
         let tool = find(name);
         let dir = tempfile::tempdir().unwrap();
         write_files(dir.path(), tool.files, &tool.versions);
-        db.execute(&history_sql(name, server, tool.table, &tool.versions[..2], true)).await;
+        db.execute(&history_sql(
+            name,
+            server,
+            tool.table,
+            &tool.versions[..2],
+            true,
+        ))
+        .await;
         let context = format!("failed {name} on {}", server.name());
         let version = tool.versions[1].to_string();
         run(&db, dir.path(), &["baseline", "--from", name])
@@ -337,29 +455,86 @@ async fn every_refusal(server: Server) {
     }
 
     // A version applied there without a file here.
-    let Some(db) = TestDb::create(server).await else { return };
+    let Some(db) = TestDb::create(server).await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     write_files(dir.path(), Files::Dbmate, &TS[..1]);
-    db.execute(&history_sql("dbmate", server, "schema_migrations", &[TS[0], 20240105000000], false)).await;
-    run(&db, dir.path(), &["baseline", "--from", "dbmate"])
-        .refused("missing file", &["version(s) 20240105000000 applied", "no migration file"]);
+    db.execute(&history_sql(
+        "dbmate",
+        server,
+        "schema_migrations",
+        &[TS[0], 20240105000000],
+        false,
+    ))
+    .await;
+    run(&db, dir.path(), &["baseline", "--from", "dbmate"]).refused(
+        "missing file",
+        &["version(s) 20240105000000 applied", "no migration file"],
+    );
     refused_cleanly(&db, "missing file").await;
 
     // No such table: says which one and how to name another; --from-table reads that one.
-    let Some(db) = TestDb::create(server).await else { return };
+    let Some(db) = TestDb::create(server).await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     write_files(dir.path(), Files::Plain, &SEQ);
-    run(&db, dir.path(), &["baseline", "--from", "golang-migrate"])
-        .refused("no table", &["`schema_migrations` does not exist", "--from-table"]);
-    run(&db, dir.path(), &["baseline", "--from", "golang-migrate", "--from-table", "bad name"])
-        .refused("bad table name", &["--from-table `bad name`"]);
-    db.execute(&history_sql("golang-migrate", server, "app_versions", &[1], false)).await;
+    run(&db, dir.path(), &["baseline", "--from", "golang-migrate"]).refused(
+        "no table",
+        &["`schema_migrations` does not exist", "--from-table"],
+    );
+    run(
+        &db,
+        dir.path(),
+        &[
+            "baseline",
+            "--from",
+            "golang-migrate",
+            "--from-table",
+            "bad name",
+        ],
+    )
+    .refused("bad table name", &["--from-table `bad name`"]);
+    db.execute(&history_sql(
+        "golang-migrate",
+        server,
+        "app_versions",
+        &[1],
+        false,
+    ))
+    .await;
     db.execute("CREATE TABLE adopt_t1 (id INT)").await;
-    let ran = run(&db, dir.path(), &["--output", "json", "baseline", "--from", "golang-migrate", "--from-table", "app_versions"]);
-    assert_eq!(versions(&ran.ok("--from-table").json(), "recorded"), vec![1]);
+    let ran = run(
+        &db,
+        dir.path(),
+        &[
+            "--output",
+            "json",
+            "baseline",
+            "--from",
+            "golang-migrate",
+            "--from-table",
+            "app_versions",
+        ],
+    );
+    assert_eq!(
+        versions(&ran.ok("--from-table").json(), "recorded"),
+        vec![1]
+    );
     // The second adoption is refused.
-    run(&db, dir.path(), &["baseline", "--from", "golang-migrate", "--from-table", "app_versions"])
-        .refused("second", &["already has 1 record(s)"]);
+    run(
+        &db,
+        dir.path(),
+        &[
+            "baseline",
+            "--from",
+            "golang-migrate",
+            "--from-table",
+            "app_versions",
+        ],
+    )
+    .refused("second", &["already has 1 record(s)"]);
 }
 
 #[tokio::test]
@@ -381,24 +556,39 @@ async fn every_layout_applies_and_rolls_back(server: Server) {
         (Files::Diesel, TS),
         (Files::Flyway, SEQ),
     ] {
-        let Some(db) = TestDb::create(server).await else { return };
+        let Some(db) = TestDb::create(server).await else {
+            return;
+        };
         let context = format!("{files:?} on {}", server.name());
         let dir = tempfile::tempdir().unwrap();
         write_files(dir.path(), files, &spelled);
         let migrated = run(&db, dir.path(), &["--output", "json", "migrate"]);
-        assert_eq!(versions(&migrated.ok(&context).json(), "applied"), spelled, "{context}");
+        assert_eq!(
+            versions(&migrated.ok(&context).json(), "applied"),
+            spelled,
+            "{context}"
+        );
         let tables = db.tables().await;
-        assert!((1..=3).all(|n| tables.contains(&format!("adopt_t{n}"))), "{context}: {tables:?}");
+        assert!(
+            (1..=3).all(|n| tables.contains(&format!("adopt_t{n}"))),
+            "{context}: {tables:?}"
+        );
         let reverted = run(&db, dir.path(), &["--output", "json", "rollback", "--all"]);
         let mut expected = spelled.to_vec();
         expected.reverse();
-        assert_eq!(versions(&reverted.ok(&context).json(), "reverted"), expected, "{context}");
+        assert_eq!(
+            versions(&reverted.ok(&context).json(), "reverted"),
+            expected,
+            "{context}"
+        );
         let tables = db.tables().await;
-        assert!(!tables.iter().any(|t| t.starts_with("adopt_t")), "{context}: {tables:?}");
+        assert!(
+            !tables.iter().any(|t| t.starts_with("adopt_t")),
+            "{context}: {tables:?}"
+        );
         assert!(db.history().await.is_empty(), "{context}");
     }
 }
-
 
 #[tokio::test]
 async fn every_layout_applies_and_rolls_back_on_postgres() {

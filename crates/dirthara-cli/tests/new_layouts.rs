@@ -57,12 +57,25 @@ fn new_twice(p: &Project, seed: (&str, &str)) -> Vec<String> {
 fn applies_and_rolls_back(p: &Project, count: usize) {
     let run = p.unlocked(DB, &["--output", "json", "migrate"]);
     run.success();
-    assert_eq!(run.json()["applied"].as_array().unwrap().len(), count, "{}", run.stdout);
+    assert_eq!(
+        run.json()["applied"].as_array().unwrap().len(),
+        count,
+        "{}",
+        run.stdout
+    );
     let tables = p.tables(DB);
-    assert!(tables.contains(&"t_one".into()) && tables.contains(&"t_two".into()), "{tables:?}");
+    assert!(
+        tables.contains(&"t_one".into()) && tables.contains(&"t_two".into()),
+        "{tables:?}"
+    );
     let run = p.unlocked(DB, &["--output", "json", "rollback", "--all"]);
     run.success();
-    assert_eq!(run.json()["reverted"].as_array().unwrap().len(), count, "{}", run.stdout);
+    assert_eq!(
+        run.json()["reverted"].as_array().unwrap().len(),
+        count,
+        "{}",
+        run.stdout
+    );
     assert!(!p.tables(DB).contains(&"t_one".into()));
 }
 
@@ -72,7 +85,12 @@ fn new_in_a_flyway_directory_writes_the_next_versioned_and_undo_files() {
     let created = new_twice(&p, ("V1__seed.sql", "CREATE TABLE seed (id INTEGER);"));
     assert_eq!(
         created,
-        ["U2__t_one.sql", "U3__t_two.sql", "V2__t_one.sql", "V3__t_two.sql"]
+        [
+            "U2__t_one.sql",
+            "U3__t_two.sql",
+            "V2__t_one.sql",
+            "V3__t_two.sql"
+        ]
     );
     applies_and_rolls_back_after_seed(&p);
 }
@@ -81,30 +99,53 @@ fn new_in_a_flyway_directory_writes_the_next_versioned_and_undo_files() {
 fn applies_and_rolls_back_after_seed(p: &Project) {
     let run = p.unlocked(DB, &["--output", "json", "migrate"]);
     run.success();
-    assert_eq!(run.json()["applied"].as_array().unwrap().len(), 3, "{}", run.stdout);
+    assert_eq!(
+        run.json()["applied"].as_array().unwrap().len(),
+        3,
+        "{}",
+        run.stdout
+    );
     let run = p.unlocked(DB, &["--output", "json", "rollback", "--steps", "2"]);
     run.success();
-    assert_eq!(run.json()["reverted"].as_array().unwrap().len(), 2, "{}", run.stdout);
+    assert_eq!(
+        run.json()["reverted"].as_array().unwrap().len(),
+        2,
+        "{}",
+        run.stdout
+    );
     let tables = p.tables(DB);
-    assert!(!tables.contains(&"t_one".into()) && tables.contains(&"seed".into()), "{tables:?}");
+    assert!(
+        !tables.contains(&"t_one".into()) && tables.contains(&"seed".into()),
+        "{tables:?}"
+    );
 }
 
 #[test]
 fn new_in_a_zero_padded_flyway_directory_keeps_the_padding() {
     let p = Project::new();
     let created = new_twice(&p, ("V001__seed.sql", "CREATE TABLE seed (id INTEGER);"));
-    assert!(created.contains(&"V002__t_one.sql".to_string()), "{created:?}");
-    assert!(created.contains(&"V003__t_two.sql".to_string()), "{created:?}");
+    assert!(
+        created.contains(&"V002__t_one.sql".to_string()),
+        "{created:?}"
+    );
+    assert!(
+        created.contains(&"V003__t_two.sql".to_string()),
+        "{created:?}"
+    );
 }
 
 #[test]
 fn new_in_a_dbmate_directory_writes_one_sectioned_file() {
     let p = Project::new();
-    let seed = "-- migrate:up\nCREATE TABLE seed (id INTEGER);\n-- migrate:down\nDROP TABLE seed;\n";
+    let seed =
+        "-- migrate:up\nCREATE TABLE seed (id INTEGER);\n-- migrate:down\nDROP TABLE seed;\n";
     let created = new_twice(&p, ("20200101000000_seed.sql", seed));
     assert_eq!(created.len(), 2, "{created:?}");
     let text = std::fs::read_to_string(p.migrations_dir().join(&created[0])).unwrap();
-    assert!(text.starts_with("-- migrate:up\n") && text.contains("\n-- migrate:down\n"), "{text}");
+    assert!(
+        text.starts_with("-- migrate:up\n") && text.contains("\n-- migrate:down\n"),
+        "{text}"
+    );
     let run = p.unlocked(DB, &["--output", "json", "migrate"]);
     run.success();
     assert_eq!(run.json()["applied"].as_array().unwrap().len(), 3);
@@ -119,7 +160,10 @@ fn new_in_a_goose_directory_writes_goose_annotations_and_counts_on() {
     let created = new_twice(&p, ("00001_seed.sql", seed));
     assert_eq!(created, ["00002_t_one.sql", "00003_t_two.sql"]);
     let text = std::fs::read_to_string(p.migrations_dir().join(&created[0])).unwrap();
-    assert!(text.starts_with("-- +goose Up\n") && text.contains("\n-- +goose Down\n"), "{text}");
+    assert!(
+        text.starts_with("-- +goose Up\n") && text.contains("\n-- +goose Down\n"),
+        "{text}"
+    );
     let run = p.unlocked(DB, &["--output", "json", "migrate"]);
     run.success();
     assert_eq!(run.json()["applied"].as_array().unwrap().len(), 3);
@@ -128,7 +172,10 @@ fn new_in_a_goose_directory_writes_goose_annotations_and_counts_on() {
 #[test]
 fn new_in_a_diesel_directory_writes_a_dated_folder() {
     let p = Project::new();
-    p.migration("2020-01-01-000000_seed/up.sql", "CREATE TABLE seed (id INTEGER);");
+    p.migration(
+        "2020-01-01-000000_seed/up.sql",
+        "CREATE TABLE seed (id INTEGER);",
+    );
     p.migration("2020-01-01-000000_seed/down.sql", "DROP TABLE seed;");
     p.run(&["new", "t_one"]).success();
     fill(&p, "t_one");
@@ -187,8 +234,18 @@ fn new_mongo_in_a_sql_tools_directory_is_refused() {
 fn baseline_from_sqlx_on_sqlite_records_what_sqlx_applied_then_migrate_runs_the_rest() {
     let p = Project::new();
     // 1 would fail if it ran (the table exists): it must only be recorded.
-    p.reversible(1, "users", "CREATE TABLE users (id INTEGER);", "DROP TABLE users;");
-    p.reversible(2, "posts", "CREATE TABLE posts (id INTEGER);", "DROP TABLE posts;");
+    p.reversible(
+        1,
+        "users",
+        "CREATE TABLE users (id INTEGER);",
+        "DROP TABLE users;",
+    );
+    p.reversible(
+        2,
+        "posts",
+        "CREATE TABLE posts (id INTEGER);",
+        "DROP TABLE posts;",
+    );
     // The database as sqlx left it, set up through a separate directory and history table
     // (these tests have no SQLite client of their own).
     p.write(
@@ -200,16 +257,26 @@ fn baseline_from_sqlx_on_sqlite_records_what_sqlx_applied_then_migrate_runs_the_
          INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
          VALUES (1, 'users', TRUE, X'00', 10);\n",
     );
-    let setup = ["--dir", "setup", "--history-table", "setup_history", "migrate"];
+    let setup = [
+        "--dir",
+        "setup",
+        "--history-table",
+        "setup_history",
+        "migrate",
+    ];
     p.unlocked(DB, &setup).success();
 
-    let preview = p.unlocked(DB, &["--output", "json", "preview", "baseline", "--from", "sqlx"]);
+    let preview = p.unlocked(
+        DB,
+        &["--output", "json", "preview", "baseline", "--from", "sqlx"],
+    );
     preview.success();
     assert_eq!(preview.json()["recorded"][0]["version"], 1);
     assert_eq!(preview.json()["preview"], true);
     assert!(!p.tables(DB).contains(&"dirthara_migrations".into()));
     let run = p.unlocked(DB, &["baseline", "--from", "sqlx"]);
-    run.success().stdout_has("recorded as applied (not run) 1 users");
+    run.success()
+        .stdout_has("recorded as applied (not run) 1 users");
     let run = p.unlocked(DB, &["--output", "json", "migrate"]);
     run.success();
     assert_eq!(run.json()["applied"][0]["version"], 2);

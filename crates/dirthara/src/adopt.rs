@@ -247,12 +247,19 @@ fn rows_sql(tool: Tool, flavour: Flavour, table: &str) -> String {
 
 /// Reads `source`'s history on `history` (the history connection). Refuses a table that
 /// does not exist, naming it and `--from-table`.
-pub(crate) async fn read(history: &mut dyn Backend, source: &AdoptSource) -> Result<ForeignHistory> {
+pub(crate) async fn read(
+    history: &mut dyn Backend,
+    source: &AdoptSource,
+) -> Result<ForeignHistory> {
     source.check()?;
     let tool = source.tool;
     let table = source.table();
     let flavour = Flavour::of(history.kind(), tool)?;
-    if history.read_rows(&flavour.exists_sql(table)).await?.is_empty() {
+    if history
+        .read_rows(&flavour.exists_sql(table))
+        .await?
+        .is_empty()
+    {
         return Err(Error::config(format!(
             "{}'s history table `{table}` does not exist in the current schema of connection `{}`; \
              if {} was configured with another table name, pass it with --from-table NAME",
@@ -271,7 +278,11 @@ fn flag(tool: Tool, table: &str, value: Option<&str>, column: &str) -> Result<bo
     match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
         Some("true" | "t" | "1") => Ok(true),
         Some("false" | "f" | "0") => Ok(false),
-        other => Err(malformed(tool, table, &format!("{column} `{}`", other.unwrap_or("NULL")))),
+        other => Err(malformed(
+            tool,
+            table,
+            &format!("{column} `{}`", other.unwrap_or("NULL")),
+        )),
     }
 }
 
@@ -342,7 +353,11 @@ fn parse(tool: Tool, table: &str, rows: &[Vec<Option<String>>]) -> Result<Foreig
         }
         Tool::GolangMigrate => {
             if rows.len() > 1 {
-                return Err(malformed(tool, table, &format!("{} rows (it keeps exactly one)", rows.len())));
+                return Err(malformed(
+                    tool,
+                    table,
+                    &format!("{} rows (it keeps exactly one)", rows.len()),
+                ));
             }
             if let Some(row) = rows.first() {
                 let v = version(tool, table, col(row, 0).as_deref())?;
@@ -481,11 +496,19 @@ async fn batch_sql(
         _ => return Ok(None),
     };
     let schema = match schema_sql {
-        Some(sql) => history.read_rows(sql).await?.into_iter().next().and_then(|r| r.into_iter().next().flatten()),
+        Some(sql) => history
+            .read_rows(sql)
+            .await?
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next().flatten()),
         None => None,
     };
     let names = HistoryNames::new(dialect, schema.as_deref(), table);
-    let statements: Vec<String> = changes.iter().map(|c| dialect.change_sql(&names, c)).collect();
+    let statements: Vec<String> = changes
+        .iter()
+        .map(|c| dialect.change_sql(&names, c))
+        .collect();
     Ok(Some(statements.join(";\n")))
 }
 

@@ -43,23 +43,47 @@ fn queries_quote_the_table_and_read_text() {
 
 #[test]
 fn sqlx_success_rows_are_applied_and_a_failed_one_is_refused() {
-    let ok = parse(Tool::Sqlx, "t", &rows(&[&[Some("1"), Some("true")], &[Some("2"), Some("1")]])).unwrap();
+    let ok = parse(
+        Tool::Sqlx,
+        "t",
+        &rows(&[&[Some("1"), Some("true")], &[Some("2"), Some("1")]]),
+    )
+    .unwrap();
     assert_eq!(applied(&ok), vec![1, 2]);
     assert!(ok.failed.is_none());
-    let failed = parse(Tool::Sqlx, "t", &rows(&[&[Some("1"), Some("t")], &[Some("2"), Some("0")]])).unwrap();
+    let failed = parse(
+        Tool::Sqlx,
+        "t",
+        &rows(&[&[Some("1"), Some("t")], &[Some("2"), Some("0")]]),
+    )
+    .unwrap();
     assert_eq!(failed.failed.unwrap().version, 2);
 }
 
 #[test]
 fn golang_migrate_keeps_one_row_and_dirty_is_refused() {
-    let clean = parse(Tool::GolangMigrate, "t", &rows(&[&[Some("3"), Some("false")]])).unwrap();
+    let clean = parse(
+        Tool::GolangMigrate,
+        "t",
+        &rows(&[&[Some("3"), Some("false")]]),
+    )
+    .unwrap();
     let through = clean.through.unwrap();
     assert_eq!((through.version, through.needs_file), (3, true));
-    let dirty = parse(Tool::GolangMigrate, "t", &rows(&[&[Some("3"), Some("true")]])).unwrap();
+    let dirty = parse(
+        Tool::GolangMigrate,
+        "t",
+        &rows(&[&[Some("3"), Some("true")]]),
+    )
+    .unwrap();
     assert!(dirty.failed.unwrap().fix.contains("migrate force 3"));
     let empty = parse(Tool::GolangMigrate, "t", &[]).unwrap();
     assert!(empty.through.is_none() && empty.applied.is_empty());
-    let two = parse(Tool::GolangMigrate, "t", &rows(&[&[Some("1"), Some("f")], &[Some("2"), Some("f")]]));
+    let two = parse(
+        Tool::GolangMigrate,
+        "t",
+        &rows(&[&[Some("1"), Some("f")], &[Some("2"), Some("f")]]),
+    );
     assert!(two.unwrap_err().to_string().contains("2 rows"));
 }
 
@@ -67,7 +91,10 @@ fn golang_migrate_keeps_one_row_and_dirty_is_refused() {
 fn dbmate_refinery_and_diesel_list_their_versions() {
     let v = rows(&[&[Some("20240101000001")], &[Some("20240101000002")]]);
     for tool in [Tool::Dbmate, Tool::Refinery, Tool::Diesel] {
-        assert_eq!(applied(&parse(tool, "t", &v).unwrap()), vec![20240101000001, 20240101000002]);
+        assert_eq!(
+            applied(&parse(tool, "t", &v).unwrap()),
+            vec![20240101000001, 20240101000002]
+        );
     }
     let dashed = parse(Tool::Diesel, "t", &rows(&[&[Some("2022-07-27-110000")]])).unwrap();
     assert_eq!(applied(&dashed), vec![20220727110000]);
@@ -114,8 +141,20 @@ fn flyway_reads_its_rows_as_flyway_does() {
     assert_eq!((through.version, through.needs_file), (2, false));
     assert!(history.failed.is_none());
 
-    let failed = parse(Tool::Flyway, "t", &rows(&[&[Some("1"), Some("SQL"), Some("0")]])).unwrap();
+    let failed = parse(
+        Tool::Flyway,
+        "t",
+        &rows(&[&[Some("1"), Some("SQL"), Some("0")]]),
+    )
+    .unwrap();
     assert!(failed.failed.unwrap().fix.contains("flyway repair"));
-    let dotted = parse(Tool::Flyway, "t", &rows(&[&[Some("1.1"), Some("SQL"), Some("1")]]));
-    assert!(dotted.unwrap_err().to_string().contains("dotted version `1.1`"));
+    let dotted = parse(
+        Tool::Flyway,
+        "t",
+        &rows(&[&[Some("1.1"), Some("SQL"), Some("1")]]),
+    );
+    assert!(dotted
+        .unwrap_err()
+        .to_string()
+        .contains("dotted version `1.1`"));
 }

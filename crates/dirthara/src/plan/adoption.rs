@@ -184,7 +184,10 @@ pub fn plan_adoption<'a>(
 
     let mut notes = Vec::new();
     if let Some(through) = &foreign.through {
-        let count = records.iter().filter(|m| m.version <= through.version).count();
+        let count = records
+            .iter()
+            .filter(|m| m.version <= through.version)
+            .count();
         notes.push(format!(
             "{}: every file up to version {} ({count} file(s)) is recorded as applied",
             through.reason, through.version

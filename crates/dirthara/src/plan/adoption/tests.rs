@@ -71,7 +71,11 @@ fn an_empty_foreign_history_adopts_nothing_and_says_so() {
     let available = files(&[1]);
     let planned = plan_adoption(&available, &[], &foreign("dbmate", &[])).unwrap();
     assert!(planned.records.is_empty());
-    assert!(planned.notes[0].contains("nothing to adopt"), "{:?}", planned.notes);
+    assert!(
+        planned.notes[0].contains("nothing to adopt"),
+        "{:?}",
+        planned.notes
+    );
 }
 
 #[test]
@@ -151,7 +155,8 @@ fn gaps_stay_pending_and_are_named() {
     let planned = plan_adoption(&available, &[], &foreign("goose", &[1, 3])).unwrap();
     assert_eq!(versions(&planned), vec![1, 3]);
     assert!(
-        planned.notes[0].contains("never applied version(s) 2") && planned.notes[0].contains("out of order"),
+        planned.notes[0].contains("never applied version(s) 2")
+            && planned.notes[0].contains("out of order"),
         "{:?}",
         planned.notes
     );
@@ -170,7 +175,10 @@ fn a_version_without_a_file_is_refused_naming_every_one() {
         }
     );
     let message = refused.to_string();
-    assert!(message.contains("version(s) 4, 6") && message.contains("--dir"), "{message}");
+    assert!(
+        message.contains("version(s) 4, 6") && message.contains("--dir"),
+        "{message}"
+    );
 }
 
 #[test]
