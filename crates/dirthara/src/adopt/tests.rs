@@ -158,3 +158,31 @@ fn flyway_reads_its_rows_as_flyway_does() {
         .to_string()
         .contains("dotted version `1.1`"));
 }
+
+/// A history connection without SQL (here the engine's in-memory backend) is refused
+/// before anything is read or written.
+#[tokio::test]
+async fn a_connection_without_sql_is_refused_before_anything_happens() {
+    use std::sync::{Arc, Mutex};
+
+    use crate::backend::memory::{MemoryConnector, MemoryDb};
+
+    let db = Arc::new(Mutex::new(MemoryDb::default()));
+    let mut config = crate::Config::with_url("memory://test");
+    config.directories.clear();
+    let migrator = crate::Migrator::new(config)
+        .with_migrations([crate::Migration::new(1, "a", "create a")])
+        .with_connector(Arc::new(MemoryConnector(db.clone())));
+    let error = migrator
+        .baseline_from(&AdoptSource::new(Tool::Goose))
+        .await
+        .unwrap_err();
+    assert_eq!(error.code(), crate::Code::ConfigError);
+    assert!(error.to_string().contains("reads a SQL table"), "{error}");
+    let calls = db.lock().unwrap().calls.clone();
+    assert!(
+        !calls.iter().any(|c| c == "prepare" || c == "record"),
+        "{calls:?}"
+    );
+    assert!(db.lock().unwrap().history.is_none());
+}
