@@ -158,7 +158,8 @@ pub enum Command {
         #[arg(long)]
         force: bool,
     },
-    /// Create the next migration's files with a timestamp version
+    /// Create the next migration's files, in the directory's layout (dirthara, Diesel, dbmate,
+    /// goose or Flyway: detected, or `format` in dirthara.toml)
     New {
         /// Name of the migration: letters, digits, `_` and `-`
         name: String,
@@ -184,11 +185,9 @@ pub enum Command {
         #[arg(long)]
         accept_checksum: bool,
     },
-    /// Adopt an existing database: record every migration up to VERSION as applied without running it
-    Baseline {
-        #[arg(value_name = "VERSION")]
-        target: i64,
-    },
+    /// Adopt an existing database: record every migration up to VERSION (or every one another
+    /// tool applied, with --from) as applied without running it
+    Baseline(BaselineArgs),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the manual page (roff), e.g. `dirthara man > /usr/local/share/man/man1/dirthara.1`
@@ -221,4 +220,40 @@ pub enum PreviewCommand {
     },
     Refresh,
     Fresh,
+    /// What `baseline --from TOOL` would record
+    Baseline(FromArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineArgs {
+    /// Record every migration up to this version
+    #[arg(
+        value_name = "VERSION",
+        required_unless_present = "from",
+        conflicts_with = "from"
+    )]
+    pub target: Option<i64>,
+    #[command(flatten)]
+    pub from: OptionalFromArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct OptionalFromArgs {
+    /// Adopt another tool's history: record every migration it applied (read from its own
+    /// table on the history connection, which is left untouched)
+    #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::adopt::Tool::NAMES))]
+    pub from: Option<String>,
+    /// The other tool's history table, when not its default name
+    #[arg(long, value_name = "NAME", requires = "from")]
+    pub from_table: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct FromArgs {
+    /// The tool whose history would be adopted
+    #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::adopt::Tool::NAMES))]
+    pub from: String,
+    /// The other tool's history table, when not its default name
+    #[arg(long, value_name = "NAME")]
+    pub from_table: Option<String>,
 }

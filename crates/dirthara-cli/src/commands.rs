@@ -1,7 +1,6 @@
 //! One function per command: build the configuration, call the library, render the result.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -9,8 +8,10 @@ use clap::CommandFactory;
 use dirthara::{Command as Plan, Error, ErrorKind, Migrator, Resolution, RollbackScope};
 use tokio::sync::watch;
 
+use crate::cli::OutputFormat;
 use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
 use crate::render::Renderer;
+use crate::scaffold::{create_migration, Template};
 use crate::settings::{build_config, new_migration_dir};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,8 +69,9 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             } else {
                 Template::Sql
             };
-            let created =
-                create_migration(&new_migration_dir(&config)?, name, *irreversible, kind)?;
+            let dir = new_migration_dir(&config)?;
+            let layout = config.layouts.get(&dir).copied();
+            let created = create_migration(&dir, layout, name, *irreversible, kind)?;
             renderer.created(&created);
             return Ok(());
         }
@@ -99,6 +101,12 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
                 PreviewCommand::To { target } => Plan::MigrateTo(target),
                 PreviewCommand::Refresh => Plan::Refresh,
                 PreviewCommand::Fresh => Plan::Fresh,
+                PreviewCommand::Baseline(args) => {
+                    let source = adopt_source(&args.from, args.from_table.clone());
+                    let report = migrator.preview_baseline_from(&source).await?;
+                    render_adoption(&renderer, &report);
+                    return Ok(());
+                }
             };
             renderer.preview(&migrator.preview(plan).await?)
         }
@@ -120,7 +128,14 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             };
             renderer.run(&migrator.resolve(migration, resolution).await?)
         }
-        Command::Baseline { target } => renderer.run(&migrator.baseline(target).await?),
+        Command::Baseline(args) => match (args.target, args.from.from) {
+            (_, Some(tool)) => {
+                let source = adopt_source(&tool, args.from.from_table);
+                render_adoption(&renderer, &migrator.baseline_from(&source).await?);
+            }
+            (Some(target), None) => renderer.run(&migrator.baseline(target).await?),
+            (None, None) => unreachable!("clap requires VERSION or --from"),
+        },
         Command::Completions { .. } | Command::New { .. } | Command::Man => {
             unreachable!("handled above")
         }
@@ -212,150 +227,60 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), Error> {
     }
 }
 
-/// What `new` writes.
-#[derive(Clone, Copy)]
-enum Template {
-    Sql,
-    Mongo,
+fn adopt_source(tool: &str, table: Option<String>) -> dirthara::adopt::AdoptSource {
+    let tool = dirthara::adopt::Tool::parse(tool).expect("clap only accepts known tools");
+    dirthara::adopt::AdoptSource { tool, table }
 }
 
-impl Template {
-    fn ext(self) -> &'static str {
-        match self {
-            Template::Sql => "sql",
-            Template::Mongo => "json",
+/// `baseline --from` and its preview: the records, then the notes (stderr), then a summary.
+fn render_adoption(renderer: &Renderer, report: &dirthara::adopt::AdoptionReport) {
+    let mut out = std::io::stdout().lock();
+    match renderer.format {
+        OutputFormat::Json => {
+            let _ = writeln!(
+                out,
+                "{}",
+                serde_json::to_string_pretty(report).unwrap_or_default()
+            );
+            return;
         }
-    }
-
-    fn body(self, name: &str, what: &str) -> String {
-        match self {
-            Template::Sql => format!("-- {name}: {what}\n"),
-            // JSON has no comments; an empty command list is refused until it is filled in.
-            Template::Mongo => "[]\n".to_string(),
+        OutputFormat::Ndjson => {
+            let mut doc = serde_json::to_value(report).unwrap_or_default();
+            if let Some(map) = doc.as_object_mut() {
+                map.insert("event".into(), "result".into());
+            }
+            let _ = writeln!(out, "{doc}");
+            return;
         }
+        OutputFormat::Human => {}
     }
-}
-
-/// Writes `<timestamp>_<name>.up.<ext>` (and `.down.<ext>`) into `dir`, creating it if needed.
-fn create_migration(
-    dir: &std::path::Path,
-    name: &str,
-    irreversible: bool,
-    template: Template,
-) -> Result<Vec<PathBuf>, Error> {
-    dirthara::source::check_name(name).map_err(|reason| {
-        Error::new(ErrorKind::Config {
-            message: format!("`new {name}`: {reason}"),
-        })
-    })?;
-    std::fs::create_dir_all(dir).map_err(|e| {
-        Error::new(ErrorKind::Config {
-            message: format!("cannot create migration directory {}: {e}", dir.display()),
-        })
-    })?;
-    // Two `new` in one second: take the next second, so the version stays a valid time.
-    let taken = existing_versions(dir);
-    let now = unix_seconds();
-    let version = (0..)
-        .map(|offset| timestamp_version(now + offset))
-        .find(|v| !taken.contains(v))
-        .expect("some second is free");
-    let ext = template.ext();
-    let files: Vec<(PathBuf, String)> = if irreversible {
-        vec![(
-            dir.join(format!("{version}_{name}.{ext}")),
-            template.body(name, "irreversible (no down step)"),
-        )]
+    // A preview is the answer itself, so it prints even with --quiet (as `preview` does).
+    if renderer.quiet && !report.preview {
+        return;
+    }
+    let what = if report.preview {
+        "would record as applied"
     } else {
-        vec![
-            (
-                dir.join(format!("{version}_{name}.up.{ext}")),
-                template.body(name, "write the change here"),
-            ),
-            (
-                dir.join(format!("{version}_{name}.down.{ext}")),
-                template.body(name, "write what reverses the up step here"),
-            ),
-        ]
+        "recorded as applied (not run)"
     };
-    for (path, text) in &files {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .map_err(|e| {
-                Error::new(ErrorKind::Config {
-                    message: format!("cannot create {}: {e}", path.display()),
-                })
-            })?;
-        file.write_all(text.as_bytes()).map_err(|e| {
-            Error::new(ErrorKind::Config {
-                message: format!("cannot write {}: {e}", path.display()),
-            })
-        })?;
+    for record in &report.recorded {
+        let _ = writeln!(out, "{what} {} {}", record.version, record.name);
     }
-    Ok(files.into_iter().map(|(path, _)| path).collect())
-}
-
-fn existing_versions(dir: &std::path::Path) -> Vec<i64> {
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            name.split('_').next()?.parse().ok()
-        })
-        .collect()
-}
-
-fn unix_seconds() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
-/// `YYYYMMDDHHMMSS` in UTC for a Unix time (no time-zone database needed).
-fn timestamp_version(secs: i64) -> i64 {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    ((year * 100 + month) * 100 + day) * 1_000_000
-        + (rem / 3600) * 10_000
-        + (rem % 3600 / 60) * 100
-        + rem % 60
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamp_versions_are_valid_times_across_minute_boundaries() {
-        // 2024-01-01T00:00:59Z and the next second.
-        assert_eq!(timestamp_version(1_704_067_259), 20240101000059);
-        assert_eq!(timestamp_version(1_704_067_260), 20240101000100);
+    for note in &report.notes {
+        eprintln!("note: {note}");
     }
-
-    #[test]
-    fn civil_dates_are_right() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-    }
+    let source = format!("{}'s `{}`", report.from, report.table);
+    let summary = match (report.recorded.len(), report.preview) {
+        (0, _) => format!("Nothing to adopt from {source}."),
+        (n, true) => format!(
+            "Would adopt {n} migration(s) from {source} as batch {}; nothing was changed.",
+            report.batch.unwrap_or_default()
+        ),
+        (n, false) => format!(
+            "Adopted {n} migration(s) from {source} as batch {}; {} was left as it was.",
+            report.batch.unwrap_or_default(),
+            report.table
+        ),
+    };
+    let _ = writeln!(out, "{summary}");
 }

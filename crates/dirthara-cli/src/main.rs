@@ -4,6 +4,7 @@
 mod cli;
 mod commands;
 mod render;
+mod scaffold;
 mod settings;
 
 use std::process::ExitCode;

@@ -161,6 +161,16 @@ pub trait Backend: Send {
         )))
     }
 
+    /// Runs a query and returns its rows, every column as text (`None`: NULL): how
+    /// `baseline --from` reads another tool's history table. Never used to change anything.
+    async fn read_rows(&mut self, _sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        Err(Error::config(format!(
+            "{} connections cannot be queried with SQL, so another tool's history cannot be \
+             read here",
+            self.kind().name()
+        )))
+    }
+
     /// Closes the connection (releasing any session state).
     async fn close(self: Box<Self>);
 }

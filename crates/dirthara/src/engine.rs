@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
 use crate::code::RustMigration;
 use crate::config::{validate_table_name, Config, LockWait};
@@ -459,6 +460,53 @@ impl Migrator {
         };
         let result = session.baseline(&available, version, &mut report).await;
         session.finish(result.map(|()| report)).await
+    }
+
+    /// Adopts another tool's history (`baseline --from <tool>`): under the lock, reads that
+    /// tool's history table on the history connection and records every migration it applied
+    /// as applied here, with the checksums of the files here, in one batch (in one
+    /// transaction on SQL databases). The other tool's table is left as it was. Refused (see
+    /// [`plan::AdoptionRefusal`]) when dirthara's history already has records, the other
+    /// history has a failed or dirty entry, or an applied version has no file here.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), dirthara::Error> {
+    /// use dirthara::adopt::{AdoptSource, Tool};
+    ///
+    /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("postgres://app@db/app"));
+    /// // sqlx applied migrations 1 and 2 here: record them; `migrate` then applies only 3.
+    /// let report = migrator.baseline_from(&AdoptSource::new(Tool::Sqlx)).await?;
+    /// assert_eq!(report.recorded.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
+        source.check()?;
+        let available = self.load()?;
+        let mut session = self.open_session("baseline").await?;
+        let result = session.baseline_from(&available, source).await;
+        session.finish(result).await
+    }
+
+    /// What `baseline --from` would record now, reading both histories without the lock
+    /// and changing nothing.
+    pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
+        source.check()?;
+        let available = self.load()?;
+        let mut history = self.connect_history("preview").await?;
+        let result = async {
+            let foreign = crate::adopt::read(history.as_mut(), source).await?;
+            let applied = history
+                .read_history(&self.config.history_table)
+                .await?
+                .unwrap_or_default();
+            let planned = plan::plan_adoption(&available, &applied, &foreign)?;
+            Ok(AdoptionReport::new(source, &planned, "none"))
+        }
+        .await;
+        history.close().await;
+        result
     }
 
     /// Records what an operator fixed by hand (see [`Resolution`]).

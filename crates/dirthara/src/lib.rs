@@ -54,6 +54,7 @@
 //! - **Off** (`false`): no protection; SQLite with `true` refuses to run at all rather than
 //!   run unlocked without saying so.
 
+pub mod adopt;
 pub mod backend;
 pub mod code;
 pub mod config;

@@ -12,6 +12,11 @@ use crate::events::Warning;
 use crate::history::{AppliedMigration, RecordState};
 use crate::migration::{Direction, Migration};
 
+mod adoption;
+pub use adoption::{
+    plan_adoption, AdoptionPlan, AdoptionRefusal, ForeignFailure, ForeignHistory, Through,
+};
+
 /// What a rollback reverses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RollbackScope {

@@ -821,6 +821,13 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     async fn close(self: Box<Self>) {
         Box::new(self.driver).close().await
     }
+
+    async fn read_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        self.driver
+            .fetch_text(sql)
+            .await
+            .map_err(|e| self.history_error(e))
+    }
 }
 
 #[cfg(test)]

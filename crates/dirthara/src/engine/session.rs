@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use super::Migrator;
 use super::Resolution;
+use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::{Backend, StepFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
@@ -407,6 +408,38 @@ impl Session<'_> {
             });
         }
         Ok(())
+    }
+
+    pub(super) async fn baseline_from(
+        &mut self,
+        available: &[Migration],
+        source: &AdoptSource,
+    ) -> Result<AdoptionReport> {
+        let table = self.table().to_string();
+        // Both histories are read under the lock, so no runner records in between.
+        let foreign = crate::adopt::read(self.history.as_mut(), source).await?;
+        let applied = self.history.read_history(&table).await?.unwrap_or_default();
+        let planned = plan::plan_adoption(available, &applied, &foreign)?;
+        let report = AdoptionReport::new(source, &planned, self.strategy.name());
+        if planned.records.is_empty() {
+            return Ok(report);
+        }
+        self.history.prepare_history(&table).await?;
+        let applied_by = runner_identity();
+        let changes: Vec<HistoryChange> = (planned.records.iter())
+            .map(|m| HistoryChange::Insert {
+                version: m.version,
+                name: m.name.clone(),
+                checksum: m.checksum.clone(),
+                batch: planned.batch,
+                state: RecordState::Applied,
+                duration_ms: Some(0),
+                applied_by: applied_by.clone(),
+            })
+            .collect();
+        self.ensure_lock(None).await?;
+        crate::adopt::record_all(self.history.as_mut(), &table, &changes).await?;
+        Ok(report)
     }
 
     pub(super) async fn resolve(

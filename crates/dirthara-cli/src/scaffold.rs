@@ -1,0 +1,326 @@
+//! `dirthara new`: the next migration's files, written in the layout of the directory they
+//! go to (configured with `format`, or detected from the files already there), so a project
+//! still shared with its previous tool keeps one layout per directory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use dirthara::source::{load_sources, Layout};
+use dirthara::{Error, ErrorKind};
+
+/// What `new` writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Template {
+    Sql,
+    Mongo,
+}
+
+impl Template {
+    fn ext(self) -> &'static str {
+        match self {
+            Template::Sql => "sql",
+            Template::Mongo => "json",
+        }
+    }
+
+    fn body(self, name: &str, what: &str) -> String {
+        match self {
+            Template::Sql => format!("-- {name}: {what}\n"),
+            // JSON has no comments; an empty command list is refused until it is filled in.
+            Template::Mongo => "[]\n".to_string(),
+        }
+    }
+}
+
+const UP: &str = "write the change here";
+const DOWN: &str = "write what reverses the up step here";
+const IRREVERSIBLE: &str = "irreversible (no down step)";
+
+fn config_error(message: String) -> Error {
+    Error::new(ErrorKind::Config { message })
+}
+
+/// Writes the next migration `name` into `dir` (created if needed) in `layout`, or in the
+/// layout detected from `dir`'s files when `None`. Returns the paths written.
+pub fn create_migration(
+    dir: &Path,
+    layout: Option<Layout>,
+    name: &str,
+    irreversible: bool,
+    template: Template,
+) -> Result<Vec<PathBuf>, Error> {
+    dirthara::source::check_name(name)
+        .map_err(|reason| config_error(format!("`new {name}`: {reason}")))?;
+    let layout = match layout {
+        Some(layout) => layout,
+        None => detect_layout(dir)?,
+    };
+    if template == Template::Mongo && layout != Layout::Plain {
+        return Err(config_error(format!(
+            "`new --mongo`: {} holds {layout} migrations, which are SQL; write MongoDB migrations \
+             in a directory of dirthara's own layout",
+            dir.display()
+        )));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        config_error(format!(
+            "cannot create migration directory {}: {e}",
+            dir.display()
+        ))
+    })?;
+    let existing = existing_versions(dir, layout);
+    let version = next_version(layout, &existing, unix_seconds());
+    let files = files_for(dir, layout, &version, name, irreversible, template);
+    for (path, text) in &files {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| config_error(format!("cannot create {}: {e}", parent.display())))?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| config_error(format!("cannot create {}: {e}", path.display())))?;
+        file.write_all(text.as_bytes())
+            .map_err(|e| config_error(format!("cannot write {}: {e}", path.display())))?;
+    }
+    Ok(files.into_iter().map(|(path, _)| path).collect())
+}
+
+/// The one layout every file in `dir` loads as; dirthara's own for a new or empty directory.
+fn detect_layout(dir: &Path) -> Result<Layout, Error> {
+    if !dir.is_dir() {
+        return Ok(Layout::Plain);
+    }
+    let candidates = [
+        Layout::Diesel,
+        Layout::Flyway,
+        Layout::Dbmate,
+        Layout::Goose,
+        Layout::Plain,
+    ];
+    for layout in candidates {
+        let loaded = load_sources(&[(dir.to_path_buf(), Some(layout))]);
+        if loaded.is_ok_and(|l| !l.migrations.is_empty()) {
+            return Ok(layout);
+        }
+    }
+    // Nothing loads as one layout: empty (dirthara's), or broken, which the loader explains.
+    match load_sources(&[(dir.to_path_buf(), None)]) {
+        Ok(_) => Ok(Layout::Plain),
+        Err(error) => Err(config_error(format!(
+            "cannot tell which layout to write in {}: {error}; fix the files, or name the \
+             directory's layout with `format` in dirthara.toml",
+            dir.display()
+        ))),
+    }
+}
+
+/// A version and how it is spelled in names (Diesel: `2024-01-01-120000`; sequential
+/// versions keep the directory's zero padding).
+#[derive(Debug, PartialEq, Eq)]
+struct Version {
+    value: i64,
+    text: String,
+}
+
+/// The versions already in `dir`, each with the digits its name spells it with.
+fn existing_versions(dir: &Path, layout: Layout) -> Vec<(i64, String)> {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let name = match layout {
+                Layout::Flyway => name.strip_prefix(['V', 'U'])?.to_string(),
+                _ => name,
+            };
+            let digits: String = name
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || (layout == Layout::Diesel && *c == '-'))
+                .filter(char::is_ascii_digit)
+                .collect();
+            let width = name.chars().take_while(char::is_ascii_digit).count();
+            Some((digits.parse().ok()?, name[..width].to_string()))
+        })
+        .collect()
+}
+
+/// Timestamps where the directory uses them (and by default); the next integer, padded as
+/// the newest one is, where it counts 1, 2, 3 (Flyway's default, goose `-s`).
+fn next_version(layout: Layout, existing: &[(i64, String)], now: i64) -> Version {
+    const TIMESTAMP_MIN: i64 = 10_000_000_000_000; // 14 digits: YYYYMMDDHHMMSS
+    let newest = existing.iter().max_by_key(|(v, _)| *v);
+    let sequential = match newest {
+        Some((v, _)) => *v < TIMESTAMP_MIN,
+        None => layout == Layout::Flyway,
+    };
+    if sequential && layout != Layout::Diesel {
+        let (value, width) = newest.map_or((1, 1), |(v, text)| (v + 1, text.len()));
+        return Version {
+            value,
+            text: format!("{value:0width$}"),
+        };
+    }
+    // Two `new` in one second: take the next second, so the version stays a valid time.
+    let value = (0..)
+        .map(|offset| timestamp_version(now + offset))
+        .find(|v| existing.iter().all(|(e, _)| e != v))
+        .expect("some second is free");
+    let text = match layout {
+        Layout::Diesel => {
+            let t = value.to_string();
+            format!("{}-{}-{}-{}", &t[..4], &t[4..6], &t[6..8], &t[8..])
+        }
+        _ => value.to_string(),
+    };
+    Version { value, text }
+}
+
+/// The files of one new migration, with their contents.
+fn files_for(
+    dir: &Path,
+    layout: Layout,
+    version: &Version,
+    name: &str,
+    irreversible: bool,
+    template: Template,
+) -> Vec<(PathBuf, String)> {
+    let v = &version.text;
+    let comment = |what: &str| format!("-- {name}: {what}\n");
+    let mut files = Vec::new();
+    match layout {
+        Layout::Plain => {
+            let ext = template.ext();
+            if irreversible {
+                files.push((
+                    dir.join(format!("{v}_{name}.{ext}")),
+                    template.body(name, IRREVERSIBLE),
+                ));
+            } else {
+                files.push((
+                    dir.join(format!("{v}_{name}.up.{ext}")),
+                    template.body(name, UP),
+                ));
+                files.push((
+                    dir.join(format!("{v}_{name}.down.{ext}")),
+                    template.body(name, DOWN),
+                ));
+            }
+        }
+        Layout::Diesel => {
+            let folder = dir.join(format!("{v}_{name}"));
+            files.push((folder.join("up.sql"), comment(UP)));
+            if !irreversible {
+                files.push((folder.join("down.sql"), comment(DOWN)));
+            }
+        }
+        Layout::Dbmate | Layout::Goose => {
+            let (up, down) = match layout {
+                Layout::Dbmate => ("-- migrate:up", "-- migrate:down"),
+                _ => ("-- +goose Up", "-- +goose Down"),
+            };
+            let mut text = format!("{up}\n{}", comment(UP));
+            if !irreversible {
+                text.push_str(&format!("\n{down}\n{}", comment(DOWN)));
+            }
+            files.push((dir.join(format!("{v}_{name}.sql")), text));
+        }
+        Layout::Flyway => {
+            files.push((dir.join(format!("V{v}__{name}.sql")), comment(UP)));
+            if !irreversible {
+                files.push((dir.join(format!("U{v}__{name}.sql")), comment(DOWN)));
+            }
+        }
+    }
+    files
+}
+
+fn unix_seconds() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// `YYYYMMDDHHMMSS` in UTC for a Unix time (no time-zone database needed).
+fn timestamp_version(secs: i64) -> i64 {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (year, month, day) = civil_from_days(days);
+    ((year * 100 + month) * 100 + day) * 1_000_000
+        + (rem / 3600) * 10_000
+        + (rem % 3600 / 60) * 100
+        + rem % 60
+}
+
+/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_versions_are_valid_times_across_minute_boundaries() {
+        // 2024-01-01T00:00:59Z and the next second.
+        assert_eq!(timestamp_version(1_704_067_259), 20240101000059);
+        assert_eq!(timestamp_version(1_704_067_260), 20240101000100);
+    }
+
+    #[test]
+    fn civil_dates_are_right() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    const NOW: i64 = 1_704_067_260; // 2024-01-01T00:01:00Z
+
+    fn next(layout: Layout, existing: &[(i64, &str)]) -> Version {
+        let existing: Vec<(i64, String)> =
+            existing.iter().map(|(v, t)| (*v, t.to_string())).collect();
+        next_version(layout, &existing, NOW)
+    }
+
+    #[test]
+    fn flyway_counts_on_in_the_directorys_padding() {
+        assert_eq!(next(Layout::Flyway, &[]).text, "1");
+        assert_eq!(next(Layout::Flyway, &[(1, "1"), (2, "2")]).text, "3");
+        assert_eq!(next(Layout::Flyway, &[(9, "009")]).text, "010");
+        // A directory of timestamped Flyway files gets a timestamp.
+        assert_eq!(
+            next(Layout::Flyway, &[(20230101000000, "20230101000000")]).value,
+            20240101000100
+        );
+    }
+
+    #[test]
+    fn timestamps_by_default_and_sequential_goose_counts_on() {
+        assert_eq!(next(Layout::Plain, &[]).value, 20240101000100);
+        assert_eq!(next(Layout::Goose, &[]).value, 20240101000100);
+        assert_eq!(next(Layout::Goose, &[(1, "00001")]).text, "00002");
+        // A taken second moves to the next one.
+        assert_eq!(
+            next(Layout::Dbmate, &[(20240101000100, "20240101000100")]).value,
+            20240101000101
+        );
+    }
+
+    #[test]
+    fn diesel_spells_its_timestamp_with_dashes() {
+        assert_eq!(next(Layout::Diesel, &[(1, "1")]).text, "2024-01-01-000100");
+    }
+}

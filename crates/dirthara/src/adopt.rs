@@ -1,0 +1,338 @@
+//! `baseline --from <tool>`: reading another migration tool's own history table, so a
+//! project switching to dirthara keeps what that tool applied. Each tool's table layout (as
+//! the tool itself creates it on PostgreSQL, MySQL/MariaDB and SQLite) is read here; what to
+//! record is decided by [`crate::plan::plan_adoption`], and the engine writes it.
+//!
+//! The other tool's table is only ever read: it stays as it was, so that tool can still be
+//! pointed at the database while the switch is tried.
+
+use serde::Serialize;
+
+use crate::backend::{Backend, BackendKind};
+use crate::error::{Error, Result};
+use crate::history::HistoryChange;
+use crate::plan::{AdoptionPlan, ForeignHistory};
+
+mod rows;
+use rows::parse;
+
+/// A migration tool whose history `baseline --from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Sqlx,
+    GolangMigrate,
+    Dbmate,
+    Goose,
+    Refinery,
+    Diesel,
+    Flyway,
+}
+
+impl Tool {
+    /// Every tool, as `--from` names it.
+    pub const NAMES: [&'static str; 7] = [
+        "sqlx",
+        "golang-migrate",
+        "dbmate",
+        "goose",
+        "refinery",
+        "diesel",
+        "flyway",
+    ];
+
+    pub fn parse(name: &str) -> Option<Tool> {
+        Some(match name {
+            "sqlx" => Tool::Sqlx,
+            "golang-migrate" => Tool::GolangMigrate,
+            "dbmate" => Tool::Dbmate,
+            "goose" => Tool::Goose,
+            "refinery" => Tool::Refinery,
+            "diesel" => Tool::Diesel,
+            "flyway" => Tool::Flyway,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Sqlx => "sqlx",
+            Tool::GolangMigrate => "golang-migrate",
+            Tool::Dbmate => "dbmate",
+            Tool::Goose => "goose",
+            Tool::Refinery => "refinery",
+            Tool::Diesel => "diesel",
+            Tool::Flyway => "flyway",
+        }
+    }
+
+    /// The table the tool creates unless told otherwise.
+    pub fn default_table(self) -> &'static str {
+        match self {
+            Tool::Sqlx => "_sqlx_migrations",
+            Tool::GolangMigrate | Tool::Dbmate => "schema_migrations",
+            Tool::Goose => "goose_db_version",
+            Tool::Refinery => "refinery_schema_history",
+            Tool::Diesel => "__diesel_schema_migrations",
+            Tool::Flyway => "flyway_schema_history",
+        }
+    }
+
+    /// The columns read, every one as text, in the order the tool wrote its rows.
+    fn columns(self) -> (&'static [&'static str], &'static str) {
+        match self {
+            Tool::Sqlx => (&["version", "success"], "version"),
+            Tool::GolangMigrate => (&["version", "dirty"], "version"),
+            Tool::Dbmate | Tool::Refinery | Tool::Diesel => (&["version"], "version"),
+            Tool::Goose => (&["version_id", "is_applied"], "id"),
+            Tool::Flyway => (&["version", "type", "success"], "installed_rank"),
+        }
+    }
+}
+
+/// Where `baseline --from` reads: a tool, and its table when not the tool's default.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdoptSource {
+    pub tool: Tool,
+    /// `--from-table`; `None`: [`Tool::default_table`].
+    pub table: Option<String>,
+}
+
+impl AdoptSource {
+    pub fn new(tool: Tool) -> Self {
+        AdoptSource { tool, table: None }
+    }
+
+    pub fn table(&self) -> &str {
+        self.table.as_deref().unwrap_or(self.tool.default_table())
+    }
+
+    /// `--from-table` must be a plain identifier: it is spliced into SQL (quoted).
+    pub fn check(&self) -> Result<()> {
+        let name = self.table();
+        let ok = !name.is_empty()
+            && name.len() <= 63
+            && name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::config(format!(
+                "--from-table `{name}` is not a plain table name: use at most 63 letters, digits \
+                 and `_`, starting with a letter or `_` (the table is looked for in the history \
+                 connection's current schema)"
+            )))
+        }
+    }
+}
+
+/// One migration `baseline --from` records (or would record).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdoptedRecord {
+    pub version: i64,
+    pub name: String,
+    /// The checksum of the file here, which `migrate` later verifies.
+    pub checksum: String,
+    pub file: String,
+}
+
+/// What `baseline --from` did, or (`preview`) would do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AdoptionReport {
+    pub operation: String,
+    pub from: String,
+    pub table: String,
+    /// True for `preview baseline --from`: nothing was written.
+    pub preview: bool,
+    /// The batch the records are written under (none when nothing is recorded).
+    pub batch: Option<i64>,
+    pub recorded: Vec<AdoptedRecord>,
+    pub notes: Vec<String>,
+    /// How the command was protected: `session`, `lease`, `off`, or `none` for a preview.
+    pub lock: String,
+}
+
+impl AdoptionReport {
+    pub(crate) fn new(source: &AdoptSource, planned: &AdoptionPlan<'_>, lock: &str) -> Self {
+        AdoptionReport {
+            operation: "baseline".into(),
+            from: source.tool.name().into(),
+            table: source.table().into(),
+            preview: lock == "none",
+            batch: (!planned.records.is_empty()).then_some(planned.batch),
+            recorded: (planned.records.iter())
+                .map(|m| AdoptedRecord {
+                    version: m.version,
+                    name: m.name.clone(),
+                    checksum: m.checksum.clone(),
+                    file: m.origin.clone(),
+                })
+                .collect(),
+            notes: planned.notes.clone(),
+            lock: lock.into(),
+        }
+    }
+}
+
+/// The SQL flavours another tool's table can live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flavour {
+    Postgres,
+    Mysql,
+    Sqlite,
+}
+
+impl Flavour {
+    fn of(kind: BackendKind, tool: Tool) -> Result<Self> {
+        match kind {
+            BackendKind::Postgres => Ok(Flavour::Postgres),
+            BackendKind::Mysql => Ok(Flavour::Mysql),
+            BackendKind::Sqlite => Ok(Flavour::Sqlite),
+            other => Err(Error::config(format!(
+                "`baseline --from {}` reads a SQL table, but the history connection is {}; \
+                 adopt on the SQL database {} used",
+                tool.name(),
+                other.name(),
+                tool.name()
+            ))),
+        }
+    }
+
+    fn ident(self, name: &str) -> String {
+        match self {
+            Flavour::Mysql => format!("`{name}`"),
+            _ => format!("\"{name}\""),
+        }
+    }
+
+    fn text(self, column: &str) -> String {
+        let column = self.ident(column);
+        match self {
+            Flavour::Postgres => format!("{column}::text"),
+            Flavour::Mysql => format!("CAST({column} AS CHAR)"),
+            Flavour::Sqlite => format!("CAST({column} AS TEXT)"),
+        }
+    }
+
+    /// One row when `table` exists in the connection's current schema.
+    fn exists_sql(self, table: &str) -> String {
+        match self {
+            Flavour::Postgres => format!(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name = '{table}'"
+            ),
+            Flavour::Mysql => format!(
+                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name = '{table}'"
+            ),
+            Flavour::Sqlite => {
+                format!("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '{table}'")
+            }
+        }
+    }
+}
+
+/// The query that reads `tool`'s history from `table`, every column as text.
+fn rows_sql(tool: Tool, flavour: Flavour, table: &str) -> String {
+    let (columns, order) = tool.columns();
+    let list: Vec<String> = columns.iter().map(|c| flavour.text(c)).collect();
+    format!(
+        "SELECT {} FROM {} ORDER BY {}",
+        list.join(", "),
+        flavour.ident(table),
+        flavour.ident(order)
+    )
+}
+
+/// Reads `source`'s history on `history` (the history connection). Refuses a table that
+/// does not exist, naming it and `--from-table`.
+pub(crate) async fn read(
+    history: &mut dyn Backend,
+    source: &AdoptSource,
+) -> Result<ForeignHistory> {
+    source.check()?;
+    let tool = source.tool;
+    let table = source.table();
+    let flavour = Flavour::of(history.kind(), tool)?;
+    if history
+        .read_rows(&flavour.exists_sql(table))
+        .await?
+        .is_empty()
+    {
+        return Err(Error::config(format!(
+            "{}'s history table `{table}` does not exist in the current schema of connection `{}`; \
+             if {} was configured with another table name, pass it with --from-table NAME",
+            tool.name(),
+            history.connection(),
+            tool.name()
+        )));
+    }
+    let rows = history.read_rows(&rows_sql(tool, flavour, table)).await?;
+    parse(tool, table, &rows)
+}
+
+/// Writes every record in one transaction where the history connection is SQL (the whole
+/// batch or nothing); elsewhere record by record.
+pub(crate) async fn record_all(
+    history: &mut dyn Backend,
+    table: &str,
+    changes: &[HistoryChange],
+) -> Result<()> {
+    if let Some(sql) = batch_sql(history, table, changes).await? {
+        let connection = history.connection().to_string();
+        return history
+            .run_step(&sql, true)
+            .await
+            .map_err(|failure| Error::history(&connection, failure.error.message));
+    }
+    for change in changes {
+        history.record(table, change).await?;
+    }
+    Ok(())
+}
+
+/// The records as one script of inserts into the history, qualified with the schema the
+/// connection resolves now (before any migration could change it).
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+async fn batch_sql(
+    history: &mut dyn Backend,
+    table: &str,
+    changes: &[HistoryChange],
+) -> Result<Option<String>> {
+    use crate::backend::sql::{Dialect, HistoryNames};
+    let (dialect, schema_sql) = match history.kind() {
+        BackendKind::Postgres => (Dialect::Postgres, Some("SELECT current_schema()::text")),
+        BackendKind::Mysql => (Dialect::Mysql, Some("SELECT CAST(DATABASE() AS CHAR)")),
+        BackendKind::Sqlite => (Dialect::Sqlite, None),
+        _ => return Ok(None),
+    };
+    let schema = match schema_sql {
+        Some(sql) => history
+            .read_rows(sql)
+            .await?
+            .into_iter()
+            .next()
+            .and_then(|r| r.into_iter().next().flatten()),
+        None => None,
+    };
+    let names = HistoryNames::new(dialect, schema.as_deref(), table);
+    let statements: Vec<String> = changes
+        .iter()
+        .map(|c| dialect.change_sql(&names, c))
+        .collect();
+    Ok(Some(statements.join(";\n")))
+}
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+async fn batch_sql(
+    _history: &mut dyn Backend,
+    _table: &str,
+    _changes: &[HistoryChange],
+) -> Result<Option<String>> {
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests;
