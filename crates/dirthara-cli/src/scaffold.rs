@@ -246,26 +246,13 @@ fn unix_seconds() -> i64 {
 
 /// `YYYYMMDDHHMMSS` in UTC for a Unix time (no time-zone database needed).
 fn timestamp_version(secs: i64) -> i64 {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (year, month, day) = civil_from_days(days);
-    ((year * 100 + month) * 100 + day) * 1_000_000
-        + (rem / 3600) * 10_000
-        + (rem % 3600 / 60) * 100
-        + rem % 60
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
+    let Ok(t) = time::OffsetDateTime::from_unix_timestamp(secs) else {
+        return 0; // outside year ±9999: no clock reads that
+    };
+    let date =
+        i64::from(t.year()) * 10_000 + i64::from(u8::from(t.month())) * 100 + i64::from(t.day());
+    let clock = i64::from(t.hour()) * 10_000 + i64::from(t.minute()) * 100 + i64::from(t.second());
+    date * 1_000_000 + clock
 }
 
 #[cfg(test)]
@@ -280,11 +267,10 @@ mod tests {
     }
 
     #[test]
-    fn civil_dates_are_right() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(20_513), (2026, 3, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    fn timestamp_versions_follow_the_calendar() {
+        assert_eq!(timestamp_version(0), 19700101000000);
+        assert_eq!(timestamp_version(951_782_400), 20000229000000); // a leap day
+        assert_eq!(timestamp_version(1_772_323_199), 20260228235959);
     }
 
     const NOW: i64 = 1_704_067_260; // 2024-01-01T00:01:00Z
