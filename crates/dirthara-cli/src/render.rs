@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anstyle::Style;
 use dirthara::report::{
-    ForceUnlockReport, LockReport, LockState, Preview, RunReport, StatusReport,
+    ForceUnlockReport, LockReport, LockState, Operation, Preview, RunReport, StatusReport,
 };
 use dirthara::{Direction, Error, Event, EventSink};
 use serde::Serialize;
@@ -289,9 +289,9 @@ impl Renderer {
             return;
         }
         for step in &report.recorded {
-            let what = match (report.operation.as_str(), step.direction) {
-                ("resolve", Direction::Down) => "recorded as rolled back",
-                ("resolve", Direction::Up) => "resolved",
+            let what = match (report.operation, step.direction) {
+                (Operation::Resolve, Direction::Down) => "recorded as rolled back",
+                (Operation::Resolve, Direction::Up) => "resolved",
                 _ => "recorded as applied (not run)",
             };
             stdout_line(&format!("{what} {} {}", step.version, step.name));
@@ -301,9 +301,11 @@ impl Renderer {
             report.reverted.len(),
             report.recorded.len(),
         ) {
-            (0, 0, 0) => match report.operation.as_str() {
-                "migrate" | "to" => "Nothing to migrate: the database is up to date.".to_string(),
-                "rollback" => "Nothing to roll back.".to_string(),
+            (0, 0, 0) => match report.operation {
+                Operation::Migrate | Operation::To => {
+                    "Nothing to migrate: the database is up to date.".to_string()
+                }
+                Operation::Rollback => "Nothing to roll back.".to_string(),
                 _ => "Nothing to do.".to_string(),
             },
             (applied, reverted, recorded) => {

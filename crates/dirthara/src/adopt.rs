@@ -141,7 +141,7 @@ pub struct AdoptedRecord {
 /// What `baseline --from` did, or (`preview`) would do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AdoptionReport {
-    pub operation: String,
+    pub operation: crate::report::Operation,
     pub from: String,
     pub table: String,
     /// True for `preview baseline --from`: nothing was written.
@@ -157,7 +157,7 @@ pub struct AdoptionReport {
 impl AdoptionReport {
     pub(crate) fn new(source: &AdoptSource, planned: &AdoptionPlan<'_>, lock: &str) -> Self {
         AdoptionReport {
-            operation: "baseline".into(),
+            operation: crate::report::Operation::Baseline,
             from: source.tool.name().into(),
             table: source.table().into(),
             preview: lock == "none",

@@ -27,7 +27,8 @@ use crate::lock::{
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::{self, Command, PlanOptions};
 use crate::report::{
-    ForceUnlockReport, LockReport, LockState, Preview, PreviewStep, RunReport, StatusReport,
+    ForceUnlockReport, LockReport, LockState, Operation, Preview, PreviewStep, RunReport,
+    StatusReport,
 };
 use crate::source::load_sources;
 
@@ -416,7 +417,7 @@ impl Migrator {
         self.check_connections(&available)?;
         let mut session = self.open_session(command.name()).await?;
         let mut report = RunReport {
-            operation: command.name().to_string(),
+            operation: command.into(),
             lock: session.strategy.name().to_string(),
             ..RunReport::default()
         };
@@ -454,7 +455,7 @@ impl Migrator {
         let available = self.load()?;
         let mut session = self.open_session("baseline").await?;
         let mut report = RunReport {
-            operation: "baseline".to_string(),
+            operation: Operation::Baseline,
             lock: session.strategy.name().to_string(),
             ..RunReport::default()
         };
@@ -533,7 +534,7 @@ impl Migrator {
         let available = self.load()?;
         let mut session = self.open_session("resolve").await?;
         let mut report = RunReport {
-            operation: "resolve".to_string(),
+            operation: Operation::Resolve,
             lock: session.strategy.name().to_string(),
             ..RunReport::default()
         };
@@ -574,7 +575,7 @@ impl Migrator {
             )
             .collect();
         Ok(Preview {
-            operation: command.name().to_string(),
+            operation: command.into(),
             init_sql: (self.config.init_sql.iter())
                 .filter(|(name, _)| connections.contains(&name.as_str()))
                 .map(|(name, sql)| (name.clone(), sql.clone()))

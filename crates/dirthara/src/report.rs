@@ -19,10 +19,60 @@ pub struct StepReport {
     pub reverses_nothing: bool,
 }
 
+/// Which command produced a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum Operation {
+    #[default]
+    Migrate,
+    Rollback,
+    /// `to V` / [`Migrator::migrate_to`](crate::Migrator::migrate_to).
+    To,
+    Refresh,
+    Fresh,
+    Baseline,
+    Resolve,
+}
+
+impl Operation {
+    /// The name as printed (`migrate`, `to`, ...), the same as in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Migrate => "migrate",
+            Operation::Rollback => "rollback",
+            Operation::To => "to",
+            Operation::Refresh => "refresh",
+            Operation::Fresh => "fresh",
+            Operation::Baseline => "baseline",
+            Operation::Resolve => "resolve",
+        }
+    }
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl From<crate::plan::Command> for Operation {
+    fn from(command: crate::plan::Command) -> Self {
+        use crate::plan::Command;
+        match command {
+            Command::Migrate => Operation::Migrate,
+            Command::Rollback(_) => Operation::Rollback,
+            Command::MigrateTo(_) => Operation::To,
+            Command::Refresh => Operation::Refresh,
+            Command::Fresh => Operation::Fresh,
+        }
+    }
+}
+
 /// The result of a command that changes the database.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct RunReport {
-    pub operation: String,
+    pub operation: Operation,
     /// The batch the applied migrations were recorded under (none when nothing was applied).
     pub batch: Option<i64>,
     /// Tables dropped by `fresh`.
@@ -65,7 +115,7 @@ pub const PREVIEW_NOTICE: &str =
 /// What a command would do, computed without a lock: it may be stale as soon as it returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Preview {
-    pub operation: String,
+    pub operation: Operation,
     /// [`PREVIEW_NOTICE`]: the plan may be stale as soon as it is shown.
     pub notice: String,
     /// The `init_sql` each connection the plan touches runs on every session, by connection.
