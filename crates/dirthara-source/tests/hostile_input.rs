@@ -63,12 +63,56 @@ where
 /// Text built from the pieces that change a tokenizer's state, mixed with arbitrary text.
 fn sqlish() -> impl Strategy<Value = String> {
     const PIECES: &[&str] = &[
-        "'", "''", "\"", "`", "$$", "$a$", "$a", "/*", "*/", "/*!", "--", "-- ", "#", "\n",
-        "\r\n", ";", " ", "\\", "\\'", "E'", "U&'", "BEGIN", "begin", "END", "COMMIT",
-        "ROLLBACK", "START TRANSACTION", "SAVEPOINT x", "ATOMIC", "NOT ATOMIC", "CREATE PROCEDURE p()",
-        "CREATE FUNCTION f()", "CREATE TRIGGER t", "DELIMITER //", "DELIMITER ;", "DELIMITER", "//",
-        "CASE", "IF", "LOOP", "x", "\0", "é", "\u{feff}", "\u{2028}", "𝄞", "$1", "$_$",
-        "-- dirthara:no-transaction\n", "-- dirthara:connection other\n",
+        "'",
+        "''",
+        "\"",
+        "`",
+        "$$",
+        "$a$",
+        "$a",
+        "/*",
+        "*/",
+        "/*!",
+        "--",
+        "-- ",
+        "#",
+        "\n",
+        "\r\n",
+        ";",
+        " ",
+        "\\",
+        "\\'",
+        "E'",
+        "U&'",
+        "BEGIN",
+        "begin",
+        "END",
+        "COMMIT",
+        "ROLLBACK",
+        "START TRANSACTION",
+        "SAVEPOINT x",
+        "ATOMIC",
+        "NOT ATOMIC",
+        "CREATE PROCEDURE p()",
+        "CREATE FUNCTION f()",
+        "CREATE TRIGGER t",
+        "DELIMITER //",
+        "DELIMITER ;",
+        "DELIMITER",
+        "//",
+        "CASE",
+        "IF",
+        "LOOP",
+        "x",
+        "\0",
+        "é",
+        "\u{feff}",
+        "\u{2028}",
+        "𝄞",
+        "$1",
+        "$_$",
+        "-- dirthara:no-transaction\n",
+        "-- dirthara:connection other\n",
     ];
     prop::collection::vec(
         prop_oneof![
@@ -85,7 +129,11 @@ fn check_statements(sql: &str, statements: &[dirthara_source::sql::Statement<'_>
     for s in statements {
         let end = s.offset + s.text.len();
         assert!(end <= sql.len(), "statement past the input: {s:?}");
-        assert_eq!(&sql[s.offset..end], s.text, "a statement is a slice of the input");
+        assert_eq!(
+            &sql[s.offset..end],
+            s.text,
+            "a statement is a slice of the input"
+        );
         assert!(s.offset >= last, "statements out of order: {statements:?}");
         assert!(s.line >= 1 && s.line <= sql.lines().count().max(1) + 1);
         last = end;
@@ -152,11 +200,37 @@ fn the_sql_tokenizer_is_linear_on_pathological_input() {
 /// JSON-ish text: brackets, Extended JSON keys and arbitrary text.
 fn jsonish() -> impl Strategy<Value = String> {
     const PIECES: &[&str] = &[
-        "[", "]", "{", "}", ",", ":", "\"", "\"create\"", "\"c\"", "\"$date\"", "\"$oid\"",
-        "\"$numberLong\"", "\"$numberDecimal\"", "\"$binary\"", "\"$regularExpression\"",
-        "\"$timestamp\"", "\"$minKey\"", "\"$undefined\"", "\"commands\"", "\"transaction\"",
-        "\"connection\"", "true", "null", "1", "-0", "1e400", "18446744073709551616", "\"\\u0000\"",
-        "\"\\ud800\"", "\u{feff}", " ",
+        "[",
+        "]",
+        "{",
+        "}",
+        ",",
+        ":",
+        "\"",
+        "\"create\"",
+        "\"c\"",
+        "\"$date\"",
+        "\"$oid\"",
+        "\"$numberLong\"",
+        "\"$numberDecimal\"",
+        "\"$binary\"",
+        "\"$regularExpression\"",
+        "\"$timestamp\"",
+        "\"$minKey\"",
+        "\"$undefined\"",
+        "\"commands\"",
+        "\"transaction\"",
+        "\"connection\"",
+        "true",
+        "null",
+        "1",
+        "-0",
+        "1e400",
+        "18446744073709551616",
+        "\"\\u0000\"",
+        "\"\\ud800\"",
+        "\u{feff}",
+        " ",
     ];
     prop::collection::vec(
         prop_oneof![
@@ -184,7 +258,11 @@ fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
     // serde_json stops at 128 levels; 100k must be an error, not a stack overflow.
     for depth in [129, 10_000, 100_000] {
         for (open, close) in [("[", "]"), ("{\"a\":", "}")] {
-            let deep = format!("[{{\"x\": {}1{}}}]", open.repeat(depth), close.repeat(depth));
+            let deep = format!(
+                "[{{\"x\": {}1{}}}]",
+                open.repeat(depth),
+                close.repeat(depth)
+            );
             let error = parse_commands(&deep).unwrap_err();
             assert!(error.contains("not valid JSON"), "{error}");
             assert!(!is_blank_commands(&deep));
@@ -195,9 +273,40 @@ fn deeply_nested_json_is_refused_without_overflowing_the_stack() {
 /// A file name: the pieces the layouts look for, with control characters and odd Unicode.
 fn file_name() -> impl Strategy<Value = Vec<u8>> {
     const PIECES: &[&str] = &[
-        "1", "2", "01", "0", "20240101120000", "9223372036854775808", "-1", "_", "__", ".",
-        "up", "down", "sql", "json", "V", "U", "R", "a", "create", "\u{1}", "\n", "\t", " ", "é",
-        "\u{202e}", "\\", ":", "*", ".up.sql", ".down.sql", ".sql", ".json", ".up.json", "~",
+        "1",
+        "2",
+        "01",
+        "0",
+        "20240101120000",
+        "9223372036854775808",
+        "-1",
+        "_",
+        "__",
+        ".",
+        "up",
+        "down",
+        "sql",
+        "json",
+        "V",
+        "U",
+        "R",
+        "a",
+        "create",
+        "\u{1}",
+        "\n",
+        "\t",
+        " ",
+        "é",
+        "\u{202e}",
+        "\\",
+        ":",
+        "*",
+        ".up.sql",
+        ".down.sql",
+        ".sql",
+        ".json",
+        ".up.json",
+        "~",
     ];
     prop_oneof![
         8 => prop::collection::vec(prop::sample::select(PIECES), 1..8)
@@ -212,11 +321,21 @@ fn file_name() -> impl Strategy<Value = Vec<u8>> {
 
 fn file_text() -> impl Strategy<Value = Vec<u8>> {
     const HEADERS: &[&str] = &[
-        "-- migrate:up\n", "-- migrate:down\n", "-- migrate:up transaction:false\n",
-        "-- +goose Up\n", "-- +goose Down\n", "-- +goose StatementBegin\n",
-        "-- +goose StatementEnd\n", "-- +goose NO TRANSACTION\n", "-- dirthara:no-transaction\n",
-        "-- dirthara:connection reports\n", "-- dirthara:bogus\n", "run_in_transaction = false\n",
-        "[{\"create\": \"c\"}]", "[]", "",
+        "-- migrate:up\n",
+        "-- migrate:down\n",
+        "-- migrate:up transaction:false\n",
+        "-- +goose Up\n",
+        "-- +goose Down\n",
+        "-- +goose StatementBegin\n",
+        "-- +goose StatementEnd\n",
+        "-- +goose NO TRANSACTION\n",
+        "-- dirthara:no-transaction\n",
+        "-- dirthara:connection reports\n",
+        "-- dirthara:bogus\n",
+        "run_in_transaction = false\n",
+        "[{\"create\": \"c\"}]",
+        "[]",
+        "",
     ];
     prop_oneof![
         6 => (prop::collection::vec(prop::sample::select(HEADERS), 0..4), sqlish())
@@ -286,9 +405,16 @@ fn load_with_every_layout(dir: &Path) {
             Ok(loaded) => {
                 let mut versions: Vec<i64> = loaded.migrations.iter().map(|m| m.version).collect();
                 versions.dedup();
-                assert_eq!(versions.len(), loaded.migrations.len(), "sorted, unique versions");
+                assert_eq!(
+                    versions.len(),
+                    loaded.migrations.len(),
+                    "sorted, unique versions"
+                );
                 for m in &loaded.migrations {
-                    assert!(!m.checksum.is_empty() && check_name(&m.name).is_ok(), "{m:?}");
+                    assert!(
+                        !m.checksum.is_empty() && check_name(&m.name).is_ok(),
+                        "{m:?}"
+                    );
                 }
             }
             Err(dirthara_source::SourceError::Invalid(problems)) => {
@@ -321,7 +447,11 @@ fn the_loader_handles_huge_and_binary_files_in_bounded_time() {
     std::fs::write(dir.path().join("1_huge.sql"), &huge).unwrap();
     std::fs::write(dir.path().join("2_nul.sql"), b"SELECT 1;\0\0\0").unwrap();
     std::fs::write(dir.path().join("3_latin1.sql"), b"SELECT '\xe9\xff';").unwrap();
-    let deep = format!("[{{\"x\": {}1{}}}]", "[".repeat(100_000), "]".repeat(100_000));
+    let deep = format!(
+        "[{{\"x\": {}1{}}}]",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     std::fs::write(dir.path().join("4_deep.json"), deep).unwrap();
     let started = Instant::now();
     let error = load_sources(&[(dir.path().to_path_buf(), None)]).unwrap_err();
