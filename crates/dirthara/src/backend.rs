@@ -530,8 +530,10 @@ pub(crate) fn redact_urls_in(text: &str) -> String {
     let mut rest = text;
     while let Some(at) = rest.find("://") {
         let start = rest[..at]
-            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
-            .map_or(0, |i| i + 1);
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
+            .map_or(0, |(i, c)| i + c.len_utf8());
         let end = rest[at..]
             .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>'))
             .map_or(rest.len(), |i| at + i);

@@ -334,4 +334,9 @@ fn a_config_error_never_echoes_a_password_from_the_file() {
         assert!(!error.contains("SECRET"), "{text:?} -> {error}");
         assert!(error.starts_with("dirthara.toml"), "{error}");
     }
+    // Found by the long run: a multi-byte character right before `://` in the quoted line.
+    let error = Config::default()
+        .merge_toml("\u{1b164}://", "dirthara.toml", Path::new(""))
+        .unwrap_err();
+    assert!(error.to_string().starts_with("dirthara.toml"), "{error}");
 }
