@@ -488,9 +488,11 @@ fn redact_query_password(url: &str) -> String {
     let params: Vec<String> = query
         .split('&')
         .map(|param| match param.split_once('=') {
+            // Drivers percent-decode the key (`passwor%64=` is a password to sqlx), so the
+            // check must too.
             Some((key, _))
-                if key.eq_ignore_ascii_case("password")
-                    || key.eq_ignore_ascii_case("sslpassword") =>
+                if percent_decoded(key).eq_ignore_ascii_case("password")
+                    || percent_decoded(key).eq_ignore_ascii_case("sslpassword") =>
             {
                 format!("{key}=***")
             }
@@ -498,6 +500,51 @@ fn redact_query_password(url: &str) -> String {
         })
         .collect();
     format!("{base}?{}", params.join("&"))
+}
+
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `text` with every URL in it redacted (see [`redact_url`]): for messages that may quote
+/// a URL, such as a parser's error showing the offending line.
+pub(crate) fn redact_urls_in(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let start = rest[..at]
+            .char_indices()
+            .rev()
+            .find(|&(_, c)| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-')))
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let end = rest[at..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>'))
+            .map_or(rest.len(), |i| at + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&redact_url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.

@@ -210,8 +210,7 @@ impl Config {
 
     /// Reads TOML text (see [`Config::merge_file`]); `origin` names it in errors.
     pub fn merge_toml(&mut self, text: &str, origin: &str, base: &Path) -> Result<()> {
-        let file: ConfigFile = toml::from_str(text)
-            .map_err(|e| Error::config(format!("{origin}: {}", e.to_string().trim_end())))?;
+        let file: ConfigFile = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
         let bad =
             |key: &str, expected: &str| Error::config(format!("{origin}: `{key}`: {expected}"));
         if let Some(dirs) = file.directories {
@@ -415,6 +414,26 @@ fn duration_value(value: &toml::Value) -> Option<Duration> {
 }
 
 /// History table names are spliced into SQL, so they are plain identifiers.
+/// A TOML error, which quotes the offending line: when that line holds a URL with a
+/// password, the error says where instead of quoting it.
+fn toml_error(origin: &str, text: &str, error: &toml::de::Error) -> Error {
+    let full = error.to_string();
+    if crate::backend::redact_urls_in(&full) == full {
+        return Error::config(format!("{origin}: {}", full.trim_end()));
+    }
+    let at = error.span().map_or(String::new(), |span| {
+        let before = text.get(..span.start).unwrap_or(text);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        format!(" at line {line}, column {column}")
+    });
+    let message = crate::backend::redact_urls_in(error.message());
+    Error::config(format!(
+        "{origin}: TOML parse error{at}: {}",
+        message.trim_end()
+    ))
+}
+
 pub(crate) fn validate_table_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 48

@@ -194,8 +194,12 @@ impl LeaseStore for MongoLeaseStore {
     async fn try_acquire(&mut self, request: &LeaseRequest) -> Result<bool> {
         let now = self.server_now().await?;
         // `$type: "date"` with `$lt`: a missing, null, string or number expiry never
-        // matches, so a malformed lease stays held. (`$expr` is not allowed in an upsert.)
-        let filter = doc! { "_id": LOCK_NAME, "expiresAt": { "$type": "date", "$lt": now } };
+        // matches, so a malformed lease stays held. Both test an array's elements, so an
+        // array holding a past date would match: arrays are excluded by name. (`$expr` is
+        // not allowed in an upsert.)
+        let filter = doc! { "_id": LOCK_NAME, "expiresAt": {
+            "$type": "date", "$lt": now, "$not": { "$type": "array" }
+        } };
         let update = doc! { "$set": {
             "ownerId": &request.owner_id,
             "hostname": &request.hostname,

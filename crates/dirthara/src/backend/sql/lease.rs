@@ -7,14 +7,20 @@
 //! MySQL's driver reports rows *matched* (CLIENT_FOUND_ROWS), which is exactly what the
 //! expiry condition needs. Every "now" is the database's clock.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
 use super::{Dialect, SqlDriver};
+use crate::backend::jittered;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::lease::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 use crate::lock::LOCK_NAME;
+
+/// How long opening the store (or reading the lease) waits out a SQLite file kept busy by
+/// other runners creating the lease table (or writing their history): far longer than any such write takes, short
+/// enough that a file locked for good still fails with a clear error.
+const CREATE_PATIENCE: Duration = Duration::from_secs(15);
 
 pub(crate) struct SqlLeaseStore {
     driver: Box<dyn SqlDriver>,
@@ -105,22 +111,37 @@ impl Dialect {
 
 impl SqlLeaseStore {
     /// Opens the store on its own connection, creating the lease table if needed.
+    ///
+    /// Several runners may create the table at the same moment. On PostgreSQL the loser may
+    /// see a duplicate type; on SQLite every runner's `CREATE TABLE IF NOT EXISTS` needs the
+    /// file's one write lock, and with the lease connection's short busy timeout the losers
+    /// see SQLITE_BUSY. Neither means "held" nor a failure: what matters is that the table
+    /// exists, so a busy file is retried (with jitter) for up to [`CREATE_PATIENCE`].
     pub(crate) async fn open(
         mut driver: Box<dyn SqlDriver>,
         table: String,
         connection: String,
     ) -> Result<Self> {
         let dialect = driver.dialect();
-        if let Err(error) = driver.execute(&dialect.lease_table_sql(&table)).await {
-            // Two runners creating the table at once may race (PostgreSQL reports a duplicate
-            // type); what matters is that it exists now.
-            let exists = driver
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let error = match driver.execute(&dialect.lease_table_sql(&table)).await {
+                Ok(()) => break,
+                Err(error) => error,
+            };
+            let check = driver
                 .fetch_text(&dialect.existing_tables_sql(&[&table]))
-                .await
-                .map(|rows| !rows.is_empty())
-                .unwrap_or(false);
-            if !exists {
-                return Err(lease_error(&connection, &error));
+                .await;
+            let busy = dialect == Dialect::Sqlite
+                && (is_busy(&error) || check.as_ref().is_err_and(is_busy));
+            match check {
+                Ok(rows) if !rows.is_empty() => break,
+                _ if busy && started.elapsed() < CREATE_PATIENCE => {
+                    tokio::time::sleep(jittered(backoff)).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(250));
+                }
+                _ => return Err(lease_error(&connection, &error)),
             }
         }
         Ok(SqlLeaseStore {
@@ -245,9 +266,21 @@ impl LeaseStore for SqlLeaseStore {
 
     async fn observe(&mut self) -> Result<LeaseObservation> {
         let sql = self.dialect().lease_observe_sql(&self.table);
-        let rows = match self.driver.fetch_text(&sql).await {
-            Ok(rows) => rows,
-            Err(error) => return Err(self.error(error)),
+        // A SQLite reader is refused while another process commits; that is a moment, not
+        // an answer, so it is waited out (bounded) rather than reported as a lock failure.
+        let started = Instant::now();
+        let rows = loop {
+            match self.driver.fetch_text(&sql).await {
+                Ok(rows) => break rows,
+                Err(error)
+                    if self.dialect() == Dialect::Sqlite
+                        && is_busy(&error)
+                        && started.elapsed() < CREATE_PATIENCE =>
+                {
+                    tokio::time::sleep(jittered(Duration::from_millis(50))).await;
+                }
+                Err(error) => return Err(self.error(error)),
+            }
         };
         let Some(row) = rows.into_iter().next() else {
             return Ok(LeaseObservation::Free);
@@ -294,5 +327,99 @@ impl LeaseStore for SqlLeaseStore {
 
     async fn close(self: Box<Self>) {
         self.driver.close().await
+    }
+}
+
+#[cfg(all(test, feature = "sqlite"))]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use sqlx::{Connection, Executor, SqliteConnection};
+
+    use crate::backend::{sqlite, Backend, ConnectRequest};
+    use crate::lock::lease::LeaseRequest;
+
+    async fn backend(url: &str) -> Box<dyn Backend> {
+        let request = ConnectRequest {
+            name: "default".into(),
+            url: url.into(),
+            operation: "migrate".into(),
+            connect_timeout: Duration::from_secs(5),
+            read_only: false,
+            init_sql: None,
+        };
+        match sqlite::connect(&request).await {
+            Ok(backend) => backend,
+            Err(failure) => panic!("{}", failure.message),
+        }
+    }
+
+    /// The flake, made deterministic: another process holds the file's write lock for longer
+    /// than the lease connection's 200 ms busy timeout while we create the lease table.
+    /// Opening must wait it out, not fail with "database is locked".
+    #[tokio::test(flavor = "multi_thread")]
+    async fn creating_the_lease_table_waits_out_a_busy_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}?mode=rwc", dir.path().join("busy.db").display());
+        let mut blocker = SqliteConnection::connect(&url).await.unwrap();
+        blocker
+            .execute("CREATE TABLE other (id INT)")
+            .await
+            .unwrap();
+        blocker.execute("BEGIN IMMEDIATE").await.unwrap();
+        blocker
+            .execute("INSERT INTO other VALUES (1)")
+            .await
+            .unwrap();
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(900)).await;
+            blocker.execute("COMMIT").await.unwrap();
+            blocker
+        });
+        let started = Instant::now();
+        let mut backend = backend(&url).await;
+        let store = backend.open_lease_store("dirthara_migrations_lock").await;
+        let store = store.unwrap_or_else(|e| panic!("a busy file is not a failure: {e}"));
+        assert!(
+            started.elapsed() >= Duration::from_millis(700),
+            "the table was created while another process held the write lock"
+        );
+        store.close().await;
+        release.await.unwrap().close().await.unwrap();
+    }
+
+    /// Eight runners open the store on one fresh file at once: every one opens it, and
+    /// exactly one takes the lease.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn runners_racing_to_create_the_lease_table_all_get_an_answer() {
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite:{}", dir.path().join("race.db").display());
+            // The file exists before the race, as it does once the first runner connected.
+            backend(&url).await.close().await;
+            let runners = (0..8).map(|_| {
+                let url = url.clone();
+                tokio::spawn(async move {
+                    let mut backend = backend(&url).await;
+                    let mut store = backend
+                        .open_lease_store("dirthara_migrations_lock")
+                        .await
+                        .unwrap_or_else(|e| panic!("opening the lease store failed: {e}"));
+                    let request = LeaseRequest::new("migrate", Duration::from_secs(60));
+                    let taken = store
+                        .try_acquire(&request)
+                        .await
+                        .unwrap_or_else(|e| panic!("acquiring failed: {e}"));
+                    store.close().await;
+                    backend.close().await;
+                    taken
+                })
+            });
+            let mut taken = 0;
+            for runner in runners.collect::<Vec<_>>() {
+                taken += usize::from(runner.await.unwrap());
+            }
+            assert_eq!(taken, 1, "exactly one runner takes a free lease");
+        }
     }
 }

@@ -1,0 +1,342 @@
+//! Hostile configuration, fuzzed: `dirthara.toml` and environment parsing never panic, a
+//! history table name that is not a plain identifier is refused (never spliced into SQL),
+//! and no password in a URL survives redaction or a config error message.
+//!
+//! Cases per target: `DIRTHARA_FUZZ_CASES` (default 1000); `fuzz/run.sh` runs them long.
+
+use std::path::Path;
+use std::time::Instant;
+
+use dirthara::backend::redact_url;
+use dirthara::Config;
+use proptest::prelude::*;
+use proptest::test_runner::{Config as RunnerConfig, TestRunner};
+
+fn cases(default: u32) -> u32 {
+    std::env::var("DIRTHARA_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn fuzz<S: Strategy>(target: &str, cases: u32, strategy: S, test: impl Fn(S::Value))
+where
+    S::Value: std::fmt::Debug,
+{
+    let mut runner = TestRunner::new(RunnerConfig {
+        cases,
+        failure_persistence: None,
+        ..RunnerConfig::default()
+    });
+    let started = Instant::now();
+    if let Err(error) = runner.run(&strategy, |value| {
+        test(value);
+        Ok(())
+    }) {
+        panic!("{target}: {error}");
+    }
+    eprintln!(
+        "fuzz {target}: {cases} cases in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// What a history table name may be once validated: nothing a SQL string could hide in.
+fn plain_identifier(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 48
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn table_name() -> impl Strategy<Value = String> {
+    const PIECES: &[&str] = &[
+        "t",
+        "_",
+        "1",
+        "\"",
+        "'",
+        "`",
+        ";",
+        " ",
+        "--",
+        "/*",
+        "DROP TABLE x",
+        "\0",
+        "\n",
+        "é",
+        "\\",
+        "$$",
+        ".",
+        "[",
+        "]",
+    ];
+    prop::collection::vec(prop::sample::select(PIECES), 0..12).prop_map(|p| p.concat())
+}
+
+#[test]
+fn a_history_table_that_is_not_a_plain_identifier_is_refused_from_file_and_env() {
+    fuzz("history table", cases(2000), table_name(), |name| {
+        let mut from_env = Config::with_url("sqlite::memory:");
+        from_env
+            .merge_env([("DIRTHARA_HISTORY_TABLE".to_string(), name.clone())])
+            .unwrap();
+        let accepted = from_env.validate().is_ok();
+        assert_eq!(accepted, plain_identifier(&name), "{name:?}");
+
+        let mut from_file = Config::with_url("sqlite::memory:");
+        let toml = format!("history_table = {}", toml_string(&name));
+        if from_file.merge_toml(&toml, "t.toml", Path::new("")).is_ok() {
+            assert_eq!(from_file.history_table, name);
+            assert_eq!(from_file.validate().is_ok(), plain_identifier(&name));
+        }
+    });
+}
+
+/// A TOML basic string holding `s` exactly.
+fn toml_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn tomlish() -> impl Strategy<Value = String> {
+    const PIECES: &[&str] = &[
+        "directories = ",
+        "[",
+        "]",
+        "{",
+        "}",
+        "\"db\"",
+        "path = \"x\"",
+        "format = \"goose\"",
+        "format = \"nope\"",
+        "locking = ",
+        "\"lease\"",
+        "\"bogus\"",
+        "true",
+        "lock_wait = ",
+        "lock_ttl = ",
+        "\"30s\"",
+        "\"1e400s\"",
+        "\"-1s\"",
+        "\"0\"",
+        "18446744073709551616",
+        "connect_timeout = ",
+        "history_table = ",
+        "\"x; DROP\"",
+        "[connections]",
+        "default = \"sqlite:x.db\"",
+        "[init_sql]",
+        "strict = ",
+        "unknown = 1",
+        "\n",
+        " ",
+        "=",
+        ",",
+        "#",
+        "'''",
+        "\"\"\"",
+        "\0",
+        "é",
+        "1979-05-27T07:32:00Z",
+        "inf",
+        "nan",
+    ];
+    prop::collection::vec(
+        prop_oneof![
+            4 => prop::sample::select(PIECES).prop_map(str::to_string),
+            1 => any::<String>(),
+        ],
+        0..30,
+    )
+    .prop_map(|p| p.concat())
+}
+
+#[test]
+fn config_files_and_environment_never_panic() {
+    fuzz("config toml", cases(2000), tomlish(), |text| {
+        let mut config = Config::default();
+        if let Err(error) = config.merge_toml(&text, "dirthara.toml", Path::new("/base")) {
+            assert!(error.to_string().starts_with("dirthara.toml"), "{error}");
+        } else {
+            let _ = config.validate();
+        }
+    });
+    const KEYS: &[&str] = &[
+        "DATABASE_URL",
+        "DIRTHARA_DIRECTORIES",
+        "DIRTHARA_LOCKING",
+        "DIRTHARA_LOCK_WAIT",
+        "DIRTHARA_LOCK_TTL",
+        "DIRTHARA_CONNECT_TIMEOUT",
+        "DIRTHARA_HISTORY_TABLE",
+        "DIRTHARA_HISTORY_CONNECTION",
+        "DIRTHARA_STRICT",
+        "DIRTHARA_CONNECTION_",
+        "DIRTHARA_INIT_SQL_",
+        "DIRTHARA_CONNECTION_x\u{1}",
+        "OTHER",
+    ];
+    let values = prop_oneof![
+        prop::sample::select(
+            &[
+                "30s",
+                "1e400s",
+                "NaNs",
+                "-5m",
+                "forever",
+                "0",
+                "lease",
+                "",
+                " ",
+                "true",
+                "maybe",
+                "1.5h",
+                "99999999999999999999h",
+                ",,,",
+                "\0",
+            ][..]
+        )
+        .prop_map(str::to_string),
+        any::<String>(),
+    ];
+    let vars = prop::collection::vec((prop::sample::select(KEYS), values), 0..6);
+    fuzz("config env", cases(2000), vars, |vars| {
+        let mut config = Config::default();
+        let vars = vars.into_iter().map(|(k, v)| (k.to_string(), v));
+        if config.merge_env(vars).is_ok() {
+            let _ = config.validate();
+        }
+    });
+}
+
+/// A URL with `SECRET...` as its password, in every place a password can be written.
+fn url_with_password() -> impl Strategy<Value = (String, String)> {
+    const SCHEMES: &[&str] = &[
+        "postgres",
+        "postgresql",
+        "mysql",
+        "mariadb",
+        "mongodb",
+        "mongodb+srv",
+        "POSTGRES",
+    ];
+    // What RFC 3986 allows in userinfo unencoded, plus `@` (drivers split at the last one),
+    // and percent-encoded bytes.
+    let password_tail = prop::collection::vec(
+        prop_oneof![prop::sample::select(
+            &[
+                "a", "Z", "9", "-", ".", "_", "~", "!", "$", "&", "'", "(", ")", "*", "+", ",",
+                ";", "=", ":", "@", "%40", "%2F", "%3A", "%25", "%3F", "%23",
+            ][..]
+        ),],
+        0..8,
+    )
+    .prop_map(|p| p.concat());
+    const USERS: &[&str] = &["u", "", "app", "a%40b", "user.name"];
+    const HOSTS: &[&str] = &[
+        "127.0.0.1:1",
+        "db",
+        "[::1]:5432",
+        "h1:1,h2:2",
+        "db.example",
+        "",
+    ];
+    const QUERY_KEYS: &[&str] = &[
+        "password",
+        "PASSWORD",
+        "Password",
+        "sslpassword",
+        "passwor%64",
+        "pass%77ord",
+        "%70assword",
+    ];
+    (
+        prop::sample::select(SCHEMES),
+        prop::sample::select(USERS),
+        password_tail.clone(),
+        prop::sample::select(HOSTS),
+        prop::option::of(prop::sample::select(QUERY_KEYS)),
+        password_tail,
+        any::<bool>(),
+    )
+        .prop_map(|(scheme, user, tail, host, key, tail2, in_userinfo)| {
+            let secret = format!("SECRET{tail}");
+            let mut url = if in_userinfo || key.is_none() {
+                format!("{scheme}://{user}:{secret}@{host}/db")
+            } else {
+                format!("{scheme}://{user}@{host}/db")
+            };
+            if let Some(key) = key {
+                // Query values: `&` and `#` would end the value, so they are encoded there.
+                let value = format!("SECRET{}", tail2.replace('&', "%26").replace('#', "%23"));
+                url.push_str(&format!("?sslmode=require&{key}={value}&x=1"));
+            }
+            (url, secret)
+        })
+}
+
+#[test]
+fn no_password_survives_url_redaction() {
+    fuzz(
+        "redact_url",
+        cases(5000),
+        url_with_password(),
+        |(url, _)| {
+            let redacted = redact_url(&url);
+            assert!(!redacted.contains("SECRET"), "{url} -> {redacted}");
+            // Redaction is stable: redacting again changes nothing.
+            assert_eq!(redact_url(&redacted), redacted);
+        },
+    );
+}
+
+#[test]
+fn redaction_never_panics_on_arbitrary_text() {
+    let strategy = prop_oneof![
+        any::<String>(),
+        prop::collection::vec(
+            prop::sample::select(
+                &["://", ":", "@", "/", "?", "#", "&", "=", "password", "é", "%"][..]
+            ),
+            0..16
+        )
+        .prop_map(|p| p.concat()),
+    ];
+    fuzz("redact_url text", cases(3000), strategy, |text| {
+        let _ = redact_url(&text);
+    });
+}
+
+#[test]
+fn a_config_error_never_echoes_a_password_from_the_file() {
+    // A TOML syntax error shows the offending line; a URL on that line is a password leak.
+    for text in [
+        "[connections]\ndefault = \"postgres://u:SECRET@h/db\" x\n",
+        "[connections]\ndefault = \"postgres://u:SECRET@h/db\n",
+        "[connections]\ndefault = 'mysql://root:SECRET@h/db' = 1\n",
+        "[connections]\ndefault = \"mongodb://u:SECRET@h/db\"\ndefault = \"x\"\n",
+        "[connections]\ndefault = \"postgres://u:SECRET@h/db\"\n[connections]\n",
+    ] {
+        let error = Config::default()
+            .merge_toml(text, "dirthara.toml", Path::new(""))
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("SECRET"), "{text:?} -> {error}");
+        assert!(error.starts_with("dirthara.toml"), "{error}");
+    }
+    // Found by the long run: a multi-byte character right before `://` in the quoted line.
+    let error = Config::default()
+        .merge_toml("\u{1b164}://", "dirthara.toml", Path::new(""))
+        .unwrap_err();
+    assert!(error.to_string().starts_with("dirthara.toml"), "{error}");
+}
