@@ -666,6 +666,8 @@ async fn a_mongodb_command_refused_before_writing_leaves_no_dirty_record() {
     let ran = run(&db, &m, &["migrate"]);
     ran.failed("MIGRATION_FAILED");
     assert!(!ran.stderr.contains("resolve"), "not dirty: {}", ran.stderr);
+    // The server's code, said once.
+    assert_eq!(ran.stderr.matches("(code ").count(), 1, "{}", ran.stderr);
     assert_eq!(state_of(&db, &m, 1), "pending");
 }
 

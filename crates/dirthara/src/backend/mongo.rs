@@ -193,8 +193,13 @@ impl MongoBackend {
                 None => self.db.run_command(command).await,
             };
             let reply = reply.map_err(|e| {
+                // The code goes in `number` (printed once, after the message).
+                let text = match &*e.kind {
+                    MongoErrorKind::Command(c) => c.message.clone(),
+                    _ => mongo_message(&e),
+                };
                 let error = DatabaseError {
-                    message: format!("command #{}: {}", index + 1, mongo_message(&e)),
+                    message: format!("command #{}: {text}", index + 1),
                     number: mongo_code(&e).map(i64::from),
                     connection_lost: matches!(*e.kind, MongoErrorKind::Io(_)),
                     ..DatabaseError::default()
