@@ -2,16 +2,31 @@
 //!
 //! # Layout
 //!
-//! - [`migration`], [`source`]: what a migration is, and loading it from directories —
-//!   every malformed file is refused before a database is touched.
-//! - [`plan`]: the planner, a pure function from (migrations, history, command) to a plan.
-//! - [`lock`]: which lock a command takes and how a runner waits for it.
-//! - [`backend`]: how each database stores the history, runs a step and locks; the SQL
-//!   backends share one implementation and differ only in their driver.
+//! - [`migration`], [`source`]: what a migration is, and loading it from directories in any
+//!   supported layout — every malformed file is refused before a database is touched. The
+//!   rules, and the SQL tokenizer that finds a file's own transaction control and splits
+//!   MySQL `DELIMITER` scripts, live in the `dirthara-source` crate (shared with
+//!   `embed_migrations!`).
+//! - [`plan`]: the planner, pure functions from (migrations, history, command) to a plan —
+//!   including adopting another tool's history (`plan_adoption`).
+//! - [`lock`]: which lock a command takes and how a runner waits for it; `lock/lease.rs`
+//!   is the lease algorithm over a small store trait.
+//! - [`backend`]: how each database stores the history, runs a step and locks. The SQL
+//!   backends share one implementation (`backend/sql.rs`, history SQL per dialect with
+//!   qualified table names) and differ only in their driver; `backend/postgres/pooler.rs`
+//!   proves a session lock is not behind a transaction pooler.
+//! - [`adopt`]: reading sqlx, golang-migrate, dbmate, goose, refinery, Diesel and Flyway
+//!   history tables for `baseline --from`.
 //! - [`engine`]: [`Migrator`], the one place that decides when to lock, read, plan, apply
-//!   and release. The `dirthara` CLI is a thin layer over it.
+//!   and release; `engine/session.rs` is the locked command and its one apply loop. The
+//!   `dirthara` CLI is a thin layer over it.
 //! - [`code`]: migrations written in Rust, mixed with file migrations.
-//! - [`config`], [`error`], [`events`], [`report`]: settings in, errors/events/results out.
+//! - [`config`], [`error`] (with [`DatabaseError`], everything a database said about a
+//!   failed step), [`events`], [`report`]: settings in, errors/events/results out.
+//!
+//! What may import what: `plan` imports only `migration`, `history`, `events` and `error`; backends
+//! never decide *when* anything happens; the engine is the only caller of backends' step
+//! and lock methods.
 //!
 //! # Quick start
 //!
@@ -100,11 +115,11 @@ pub use dirthara_macros::embed_migrations;
 pub use code::RustMigration;
 pub use config::{Config, LockWait, Locking};
 pub use engine::{Migrator, Resolution};
-pub use error::{Code, Error, ErrorKind, Problem, Result};
+pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Event, EventSink, LockHolder, Warning};
 pub use migration::{Direction, Migration};
 pub use plan::{Command, RollbackScope};
-pub use report::{LockReport, LockState, Preview, RunReport, StatusReport};
+pub use report::{LockReport, LockState, Operation, Preview, RunReport, StatusReport};
 
 pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
