@@ -298,21 +298,22 @@ async fn a_pg_dump_file_that_empties_search_path_does_not_move_the_history_or_th
 }
 
 #[tokio::test]
-async fn a_set_role_or_timeout_in_one_file_does_not_leak_into_the_next() {
+async fn a_timeout_set_in_one_file_does_not_leak_into_the_next() {
     let Some(db) = TestDb::create(Server::Postgres).await else {
         return;
     };
     let m = Migrations::new();
+    // The timeout counts for the whole message file 1 is sent in, so it leaves room for it.
     m.add(
         1,
         "sets",
-        "SET statement_timeout = '1ms';\nCREATE TABLE s1 (id int);",
+        "SET statement_timeout = '150ms';\nCREATE TABLE s1 (id int);",
         None,
     );
     m.add(
         2,
         "slow",
-        "SELECT pg_sleep(0.05);\nCREATE TABLE s2 (id int);",
+        "SELECT pg_sleep(0.4);\nCREATE TABLE s2 (id int);",
         None,
     );
     run(&db, &m, &["migrate"]).ok();
