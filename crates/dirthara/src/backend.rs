@@ -5,13 +5,13 @@
 //! database has one — offers a session lock. The SQL backends share all history logic in
 //! `sql`; each driver module only says how to execute text and read rows.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 
 use crate::code::RustMigration;
-use crate::error::{DatabaseError, Error, ErrorKind, Result};
-use crate::events::{Event, EventSink, LockHolder};
+use crate::error::{DatabaseError, Error, Result};
+use crate::events::LockHolder;
 use crate::history::{AppliedMigration, HistoryChange};
 use crate::lock::lease::LeaseStore;
 use crate::migration::Direction;
@@ -29,6 +29,17 @@ pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
+mod connect;
+#[cfg(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "mongodb"
+))]
+pub(crate) use connect::ConnectFailure;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub(crate) use connect::{connect_failure, run_init_sql};
+pub use connect::{ConnectRequest, Connector, UrlConnector};
 mod redact;
 pub use redact::redact_url;
 pub(crate) use redact::redact_urls_in;
@@ -244,156 +255,6 @@ pub trait SessionLock: Send {
 /// A random duration between half and all of `d`, so waiting runners do not retry in step.
 pub(crate) fn jittered(d: Duration) -> Duration {
     d.mul_f64(0.5 + fastrand::f64() * 0.5)
-}
-
-/// What the engine needs to open a connection.
-#[derive(Debug, Clone)]
-pub struct ConnectRequest {
-    /// The connection's configured name.
-    pub name: String,
-    pub url: String,
-    /// The command, for the session's self-description (`dirthara migrate host:pid`).
-    pub operation: String,
-    pub connect_timeout: Duration,
-    /// The command only reads: it must not create anything (e.g. a missing SQLite file).
-    pub read_only: bool,
-    /// SQL run on every session opened on this connection, before anything else
-    /// (`init_sql`): `SET lock_timeout = '5s'`, `SET ROLE migrator`, ...
-    pub init_sql: Option<String>,
-}
-
-/// Opens connections. The default one dispatches on the URL scheme.
-#[async_trait]
-pub trait Connector: Send + Sync {
-    async fn connect(
-        &self,
-        request: &ConnectRequest,
-        events: &EventSink,
-    ) -> Result<Box<dyn Backend>>;
-}
-
-/// A failed connection attempt, and whether it is worth retrying (a server still starting).
-pub(crate) struct ConnectFailure {
-    pub message: String,
-    pub transient: bool,
-}
-
-/// Connects by URL scheme, retrying a database that is not reachable yet up to the timeout.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct UrlConnector;
-
-#[async_trait]
-impl Connector for UrlConnector {
-    async fn connect(
-        &self,
-        request: &ConnectRequest,
-        events: &EventSink,
-    ) -> Result<Box<dyn Backend>> {
-        let kind = BackendKind::from_url(&request.url)?;
-        let started = Instant::now();
-        let mut backoff = Duration::from_millis(100);
-        let mut announced = Duration::ZERO;
-        loop {
-            let failure = match connect_once(kind, request).await {
-                Ok(backend) => return Ok(backend),
-                Err(failure) => failure,
-            };
-            let elapsed = started.elapsed();
-            if !failure.transient || elapsed >= request.connect_timeout {
-                let waited = if failure.transient && !elapsed.is_zero() {
-                    format!(
-                        " (gave up after {:.1}s; raise --connect-timeout to wait longer)",
-                        elapsed.as_secs_f64()
-                    )
-                } else {
-                    String::new()
-                };
-                return Err(Error::new(ErrorKind::Connection {
-                    connection: request.name.clone(),
-                    message: format!(
-                        "{} at {}{waited}",
-                        failure.message,
-                        redact_url(&request.url)
-                    ),
-                }));
-            }
-            if elapsed >= announced {
-                events.emit(Event::ConnectionWaiting {
-                    connection: request.name.clone(),
-                    target: redact_url(&request.url),
-                    reason: failure.message,
-                });
-                announced = elapsed + Duration::from_secs(5);
-            }
-            // Sleep, but never past the deadline: the last attempt is made at the deadline.
-            let remaining = request.connect_timeout.saturating_sub(started.elapsed());
-            tokio::time::sleep(jittered(backoff).min(remaining)).await;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
-        }
-    }
-}
-
-#[allow(unused_variables)]
-async fn connect_once(
-    kind: BackendKind,
-    request: &ConnectRequest,
-) -> std::result::Result<Box<dyn Backend>, ConnectFailure> {
-    let unsupported = |feature: &str| ConnectFailure {
-        message: format!("this build of dirthara was compiled without the `{feature}` feature"),
-        transient: false,
-    };
-    match kind {
-        #[cfg(feature = "sqlite")]
-        BackendKind::Sqlite => sqlite::connect(request).await,
-        #[cfg(feature = "postgres")]
-        BackendKind::Postgres => postgres::connect(request).await,
-        #[cfg(feature = "mysql")]
-        BackendKind::Mysql => mysql::connect(request).await,
-        #[cfg(feature = "mongodb")]
-        BackendKind::Mongo => mongo::connect(request).await,
-        #[cfg(not(feature = "mongodb"))]
-        BackendKind::Mongo => Err(unsupported("mongodb")),
-        #[cfg(not(feature = "sqlite"))]
-        BackendKind::Sqlite => Err(unsupported("sqlite")),
-        #[cfg(not(feature = "postgres"))]
-        BackendKind::Postgres => Err(unsupported("postgres")),
-        #[cfg(not(feature = "mysql"))]
-        BackendKind::Mysql => Err(unsupported("mysql")),
-        #[cfg(test)]
-        BackendKind::Memory => Err(unsupported("memory (tests only)")),
-    }
-}
-
-/// The outcome of running a connection's `init_sql`: a failure is not worth retrying, and
-/// names the statement so the user knows which setting to fix.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-pub(crate) fn run_init_sql(
-    outcome: std::result::Result<(), sqlx::Error>,
-    init_sql: &str,
-) -> std::result::Result<(), ConnectFailure> {
-    outcome.map_err(|error| ConnectFailure {
-        message: format!(
-            "its init_sql `{}` failed: {}",
-            init_sql.trim(),
-            database_message(&error)
-        ),
-        transient: false,
-    })
-}
-
-/// Classifies a sqlx connection error: I/O errors and "server is starting" are worth a retry.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-pub(crate) fn connect_failure(error: sqlx::Error) -> ConnectFailure {
-    let transient = match &error {
-        sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,
-        // PostgreSQL 57P03 "the database system is starting up"; MySQL 1040 "too many connections".
-        sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("57P03") | Some("08004")),
-        _ => false,
-    };
-    ConnectFailure {
-        message: database_message(&error),
-        transient,
-    }
 }
 
 /// The database's own message for an error, with its code when it has one.
