@@ -487,6 +487,10 @@ pub(crate) struct SqlBackend<D> {
     pub driver: D,
     pub kind: BackendKind,
     pub connection: String,
+    /// The history tables this connection has already found present with a layout this
+    /// build understands. Only dirthara creates or drops them, and only under the lock this
+    /// session holds, so asking again on the same connection would only cost round trips.
+    pub ready: Vec<String>,
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
@@ -646,6 +650,9 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn read_history(&mut self, table: &str) -> Result<Option<Vec<AppliedMigration>>> {
+        if self.ready.iter().any(|t| t == table) {
+            return self.select_history(table).await.map(Some);
+        }
         let (history, meta) = self.existing(table).await?;
         if meta {
             let layout = self.layout_version(table).await?;
@@ -657,10 +664,14 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         if !meta {
             return Err(foreign_history(&self.connection, table));
         }
+        self.ready.push(table.to_string());
         self.select_history(table).await.map(Some)
     }
 
     async fn prepare_history(&mut self, table: &str) -> Result<()> {
+        if self.ready.iter().any(|t| t == table) {
+            return Ok(());
+        }
         let (history, meta) = self.existing(table).await?;
         let dialect = self.driver.dialect();
         let names = self.names(table);
@@ -686,6 +697,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                 .await
                 .map_err(|e| self.history_error(e))?;
         }
+        self.ready.push(table.to_string());
         Ok(())
     }
 
