@@ -453,3 +453,39 @@ pub(crate) fn step_header(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_of_any_size_read_whole_in_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        for size in [0, 1, READ_CHUNK - 1, READ_CHUNK, READ_CHUNK + 1, 3 * READ_CHUNK + 7] {
+            let path = dir.path().join(format!("{size}.sql"));
+            let bytes: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+            fs::write(&path, &bytes).unwrap();
+            assert_eq!(read_regular_file(&path).unwrap(), bytes, "size {size}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_migration_is_followed_and_a_dangling_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::write(elsewhere.path().join("real.sql"), "SELECT 1;").unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.path().join("real.sql"),
+            dir.path().join("1_linked.sql"),
+        )
+        .unwrap();
+        let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(loaded[0].up, "SELECT 1;");
+
+        std::os::unix::fs::symlink(dir.path().join("gone.sql"), dir.path().join("2_gone.sql"))
+            .unwrap();
+        let err = load_directories(&[dir.path().to_path_buf()]).unwrap_err();
+        assert!(err.to_string().contains("is not a regular file"), "{err}");
+    }
+}

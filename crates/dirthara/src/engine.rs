@@ -856,6 +856,7 @@ impl Migrator {
             strategy,
             lease,
             completed: Vec::new(),
+            unrecorded: None,
         })
     }
 

@@ -784,7 +784,29 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             .map_err(|e| self.history_error(e))
     }
 
+    async fn record_all(&mut self, table: &str, changes: &[HistoryChange]) -> Result<()> {
+        if let [one] = changes {
+            return self.record(table, one).await;
+        }
+        let dialect = self.driver.dialect();
+        let names = self.names(table);
+        let mut sql = dialect.begin().to_string();
+        for change in changes {
+            sql.push_str("; ");
+            sql.push_str(&dialect.change_sql(&names, change));
+        }
+        sql.push_str("; COMMIT");
+        let sent = self.driver.execute(&sql).await;
+        if sent.is_err() {
+            // A statement failed inside the transaction: end it, so nothing half-done stays.
+            self.driver.clean_up_after_failure().await;
+        }
+        sent.map_err(|e| self.history_error(e))
+    }
+
     async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
+        // The history goes too (unless kept): look again before using it.
+        self.ready.clear();
         let dialect = self.driver.dialect();
         let rows = self
             .driver
