@@ -461,7 +461,14 @@ mod tests {
     #[test]
     fn files_of_any_size_read_whole_in_chunks() {
         let dir = tempfile::tempdir().unwrap();
-        for size in [0, 1, READ_CHUNK - 1, READ_CHUNK, READ_CHUNK + 1, 3 * READ_CHUNK + 7] {
+        for size in [
+            0,
+            1,
+            READ_CHUNK - 1,
+            READ_CHUNK,
+            READ_CHUNK + 1,
+            3 * READ_CHUNK + 7,
+        ] {
             let path = dir.path().join(format!("{size}.sql"));
             let bytes: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
             fs::write(&path, &bytes).unwrap();

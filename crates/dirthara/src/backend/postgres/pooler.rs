@@ -220,8 +220,10 @@ impl SessionCheck {
         // Both reads at once; each is judged on its own below.
         let (row, sibling_row) = match self.sibling.as_mut() {
             Some((sibling, _)) => {
-                let (row, other) =
-                    tokio::join!(main.fetch_one(sql.as_str()), sibling.fetch_one(sql.as_str()));
+                let (row, other) = tokio::join!(
+                    main.fetch_one(sql.as_str()),
+                    sibling.fetch_one(sql.as_str())
+                );
                 (row, Some(other))
             }
             None => (main.fetch_one(sql.as_str()).await, None),
