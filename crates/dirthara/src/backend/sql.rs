@@ -587,6 +587,24 @@ impl<D: SqlDriver> SqlBackend<D> {
         Ok((has(table), has(&meta)))
     }
 
+    /// The layout of a history that is already there, asked in one round trip: the meta
+    /// table's layout row, and an empty read of the history table that fails if it is missing.
+    /// `None` when either is missing or unreadable; the caller then looks step by step, which
+    /// also says precisely what is wrong.
+    async fn probe_layout(&mut self, table: &str) -> Option<i64> {
+        let names = self.names(table);
+        let sql = format!(
+            "{}; SELECT 1 FROM {} WHERE 1 = 0",
+            self.driver.dialect().layout_sql(&names),
+            names.history
+        );
+        let rows = self.driver.fetch_text(&sql).await.ok()?;
+        match rows.as_slice() {
+            [row] => row.first()?.as_deref()?.parse().ok(),
+            _ => None,
+        }
+    }
+
     async fn layout_version(&mut self, table: &str) -> Result<i64> {
         let sql = self.driver.dialect().layout_sql(&self.names(table));
         let rows = self
@@ -670,6 +688,12 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
 
     async fn prepare_history(&mut self, table: &str) -> Result<()> {
         if self.ready.iter().any(|t| t == table) {
+            return Ok(());
+        }
+        // The usual case, every run after the first: both tables are there.
+        if let Some(layout) = self.probe_layout(table).await {
+            check_layout(&self.connection, table, layout)?;
+            self.ready.push(table.to_string());
             return Ok(());
         }
         let (history, meta) = self.existing(table).await?;
