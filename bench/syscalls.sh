@@ -32,7 +32,7 @@ before=0
 [ -r "$log" ] && before=$(wc -l < "$log")
 strace -c -f -o "$dir/strace.txt" "$bin" -d "$url" --dir "$dir" -q migrate
 echo "== system calls of one no-op migrate, $n applied ($((2 * n)) files) =="
-grep -E "calls|openat|statx|newfstatat|fstat|read |close|getdents|total" "$dir/strace.txt" || true
+grep -E "calls| (openat|statx|newfstatat|fstat|read|close|getdents64|total)$" "$dir/strace.txt" || true
 if [ -r "$log" ]; then
   sleep 0.3
   echo "== statements the server logged (one line per message) =="

@@ -669,7 +669,16 @@ async fn bench_apply_and_noop(
             "a. floor: {} applying the same {TRIVIAL}, per migration",
             floor_client(server)
         );
-        let result = apply_floor(server, dir, median(&per)).await;
+        let result = apply_floor(server, dir, median(&per), false).await;
+        match result {
+            Ok((samples, note)) => table.add(label, &samples, vec![note]),
+            Err(reason) => table.skip(label, reason),
+        }
+    }
+    if kind == Kind::Postgres {
+        // A runner commits each migration (a WAL flush each); `psql -1` commits once.
+        let label = format!("a. floor: psql, one transaction per file, {TRIVIAL}, per migration");
+        let result = apply_floor(Server::Postgres, dir, median(&per), true).await;
         match result {
             Ok((samples, note)) => table.add(label, &samples, vec![note]),
             Err(reason) => table.skip(label, reason),
@@ -698,11 +707,25 @@ async fn bench_apply_and_noop(
             deltas.push((a - b) as f64);
         }
     }
+    let library_median = median(&times);
     table.add(
         format!("b. no-op, {TRIVIAL} applied, {}: library", kind.label()),
         &times,
         xact_note(&deltas, 0.0),
     );
+    if let Some(server) = kind.server() {
+        let label = "b. floor: in-process driver (sqlx) connect + SELECT 1 + close";
+        let mut floor = vec![];
+        for _ in 0..NOOP_REPS {
+            floor.push(ms(floors::driver_connect_and_query(server, &db.url).await?));
+        }
+        let ratio = library_median / median(&floor);
+        table.add(
+            label,
+            &floor,
+            vec![format!("the library no-op above is {ratio:.2}x this floor")],
+        );
+    }
 
     let label = format!("b. no-op, {TRIVIAL} applied, {}: CLI process", kind.label());
     match bin {
@@ -770,7 +793,12 @@ fn floor_client(server: Server) -> &'static str {
 
 /// The server's own client applying `dir` to fresh databases: per-migration samples, and a
 /// note comparing dirthara's per-migration median with them.
-async fn apply_floor(server: Server, dir: &Path, ours: f64) -> BenchResult<(Vec<f64>, String)> {
+async fn apply_floor(
+    server: Server,
+    dir: &Path,
+    ours: f64,
+    commit_each: bool,
+) -> BenchResult<(Vec<f64>, String)> {
     let mut samples = vec![];
     for rep in 1..=APPLY_REPS {
         eprintln!(
@@ -778,7 +806,7 @@ async fn apply_floor(server: Server, dir: &Path, ours: f64) -> BenchResult<(Vec<
             floor_client(server)
         );
         let db = BenchDb::create(server).await?;
-        let elapsed = floors::apply(server, &db.url, dir).await?;
+        let elapsed = floors::apply(server, &db.url, dir, commit_each).await?;
         let rows = count_tables(server, &db.url).await?;
         if rows != TRIVIAL {
             return Err(format!("the client created {rows} of {TRIVIAL} tables"));

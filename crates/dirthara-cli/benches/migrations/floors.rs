@@ -98,8 +98,9 @@ async fn timed(mut cmd: tokio::process::Command, what: &str) -> BenchResult<Dura
     Ok(elapsed)
 }
 
-/// The migration files of `dir` in version order, as one script for the client.
-fn script(dir: &Path, server: Server) -> BenchResult<PathBuf> {
+/// The migration files of `dir` in version order, as one script for the client; with
+/// `commit_each`, each file in a transaction of its own (as a runner commits each migration).
+fn script(dir: &Path, server: Server, commit_each: bool) -> BenchResult<PathBuf> {
     let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())?
         .filter_map(|entry| {
@@ -117,8 +118,14 @@ fn script(dir: &Path, server: Server) -> BenchResult<PathBuf> {
     files.sort();
     let mut text = String::new();
     for (_, path) in files {
+        if commit_each {
+            text.push_str("BEGIN;\n");
+        }
         text.push_str(&std::fs::read_to_string(&path).map_err(|e| e.to_string())?);
         text.push_str(";\n");
+        if commit_each {
+            text.push_str("COMMIT;\n");
+        }
     }
     let out = std::env::temp_dir().join(format!(
         "dirthara_bench_floor_{}_{}.sql",
@@ -129,11 +136,20 @@ fn script(dir: &Path, server: Server) -> BenchResult<PathBuf> {
     Ok(out)
 }
 
-/// The client applying every file of `dir` to the empty database at `url`.
-pub(crate) async fn apply(server: Server, url: &str, dir: &Path) -> BenchResult<Duration> {
-    let script = script(dir, server)?;
+/// The client applying every file of `dir` to the empty database at `url`: PostgreSQL in one
+/// transaction (`psql -1`), or with `commit_each` one transaction per file.
+pub(crate) async fn apply(
+    server: Server,
+    url: &str,
+    dir: &Path,
+    commit_each: bool,
+) -> BenchResult<Duration> {
+    let script = script(dir, server, commit_each)?;
     let mut cmd = client_command(server, url)?;
     match server {
+        Server::Postgres if commit_each => {
+            cmd.arg("-f").arg(&script);
+        }
         Server::Postgres => {
             cmd.arg("-1").arg("-f").arg(&script);
         }
@@ -190,4 +206,28 @@ pub(crate) async fn peak_rss_mib(
         .find_map(|line| line.strip_prefix(MARK)?.trim().parse::<f64>().ok())
         .map(|kib| kib / 1024.0)
         .ok_or_else(|| format!("no peak RSS in /usr/bin/time's output: {}", stderr.trim()))
+}
+
+/// In process, with the driver dirthara itself uses: connect to `url`, `SELECT 1`, close —
+/// the floor for the library rows (no process start, no client of another make).
+pub(crate) async fn driver_connect_and_query(server: Server, url: &str) -> BenchResult<Duration> {
+    use sqlx::{Connection, Executor};
+    let started = Instant::now();
+    let done = async {
+        match server {
+            Server::Postgres => {
+                let mut c = sqlx::PgConnection::connect(url).await?;
+                c.execute("SELECT 1").await?;
+                c.close().await
+            }
+            Server::Mysql => {
+                let mut c = sqlx::MySqlConnection::connect(url).await?;
+                c.execute("SELECT 1").await?;
+                c.close().await
+            }
+        }
+    }
+    .await;
+    done.map_err(|e| format!("the driver floor (connect + query): {e}"))?;
+    Ok(started.elapsed())
 }
