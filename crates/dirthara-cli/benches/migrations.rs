@@ -6,10 +6,16 @@
 //! cargo bench -p dirthara-cli --bench migrations
 //! ```
 //!
-//! - a. applying 1,000 trivial pending migrations: PostgreSQL (session lock), SQLite (no lock);
-//! - b. `migrate` with 1,000 applied and nothing pending, in-process and as a CLI process;
-//! - c. 8 CLI processes started at once on one empty PostgreSQL database with 200 pending;
+//! - a. applying 1,000 trivial pending migrations: PostgreSQL and MariaDB (session lock),
+//!   SQLite (no lock), each server beside its floor: its own client applying the same files;
+//! - b. `migrate` with 1,000 applied and nothing pending, in-process and as a CLI process,
+//!   beside the floor of a client process that connects and runs one query, with peak RSS;
+//! - c. 8 CLI processes started at once on one empty database with 200 pending, beside one
+//!   runner alone, on PostgreSQL and MariaDB;
 //! - d. lock hand-over latency (B's `LockAcquired` − A's `LockReleased`), PostgreSQL and MariaDB.
+//!
+//! Compare rows of one run with each other (ratios), not with figures from another machine.
+//! `DIRTHARA_BENCH_ONLY=pg,handover-mysql` runs only the scenarios named (see `wanted`).
 //!
 //! Every server database is created under a unique name and dropped at the end (also when a
 //! scenario fails). A server that cannot be reached skips its rows with a message. The
@@ -26,6 +32,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dirthara::{Config, Event, EventSink, Locking, Migrator, RunReport};
 use sqlx::{Connection, Executor, MySqlConnection, PgConnection};
+
+#[path = "migrations/floors.rs"]
+mod floors;
 
 type BenchResult<T> = Result<T, String>;
 
@@ -504,6 +513,7 @@ fn render_row(row: &Row) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Postgres,
+    Mysql,
     Sqlite,
 }
 
@@ -511,21 +521,31 @@ impl Kind {
     fn label(self) -> &'static str {
         match self {
             Kind::Postgres => "PostgreSQL session lock",
+            Kind::Mysql => "MariaDB session lock",
             Kind::Sqlite => "SQLite --no-lock",
         }
     }
 
     fn locking(self) -> Locking {
         match self {
-            Kind::Postgres => Locking::Auto,
+            Kind::Postgres | Kind::Mysql => Locking::Auto,
             Kind::Sqlite => Locking::Off,
         }
     }
 
     fn cli_flags(self) -> &'static [&'static str] {
         match self {
-            Kind::Postgres => &[],
+            Kind::Postgres | Kind::Mysql => &[],
             Kind::Sqlite => &["--no-lock"],
+        }
+    }
+
+    /// The server whose own client makes this kind's floor.
+    fn server(self) -> Option<Server> {
+        match self {
+            Kind::Postgres => Some(Server::Postgres),
+            Kind::Mysql => Some(Server::Mysql),
+            Kind::Sqlite => None,
         }
     }
 }
@@ -540,8 +560,9 @@ struct FreshDb {
 impl FreshDb {
     async fn create(kind: Kind) -> BenchResult<FreshDb> {
         match kind {
-            Kind::Postgres => {
-                let db = BenchDb::create(Server::Postgres).await?;
+            Kind::Postgres | Kind::Mysql => {
+                let server = kind.server().expect("a server kind");
+                let db = BenchDb::create(server).await?;
                 Ok(FreshDb {
                     url: db.url.clone(),
                     server: Some(db),
@@ -594,7 +615,7 @@ async fn bench_apply_and_noop(
     let dir = migrations.path();
     let mut counter = match kind {
         Kind::Postgres => Some(XactCounter::connect().await?),
-        Kind::Sqlite => None,
+        Kind::Mysql | Kind::Sqlite => None,
     };
 
     // a. 1,000 pending on a fresh database.
@@ -643,6 +664,26 @@ async fn bench_apply_and_noop(
         &per,
         vec![],
     );
+    if let Some(server) = kind.server() {
+        let label = format!(
+            "a. floor: {} applying the same {TRIVIAL}, per migration",
+            floor_client(server)
+        );
+        let result = apply_floor(server, dir, median(&per), false).await;
+        match result {
+            Ok((samples, note)) => table.add(label, &samples, vec![note]),
+            Err(reason) => table.skip(label, reason),
+        }
+    }
+    if kind == Kind::Postgres {
+        // A runner commits each migration (a WAL flush each); `psql -1` commits once.
+        let label = format!("a. floor: psql, one transaction per file, {TRIVIAL}, per migration");
+        let result = apply_floor(Server::Postgres, dir, median(&per), true).await;
+        match result {
+            Ok((samples, note)) => table.add(label, &samples, vec![note]),
+            Err(reason) => table.skip(label, reason),
+        }
+    }
 
     // b. the same database again: everything applied, nothing to do.
     let db = last.expect("at least one repetition");
@@ -666,11 +707,25 @@ async fn bench_apply_and_noop(
             deltas.push((a - b) as f64);
         }
     }
+    let library_median = median(&times);
     table.add(
         format!("b. no-op, {TRIVIAL} applied, {}: library", kind.label()),
         &times,
         xact_note(&deltas, 0.0),
     );
+    if let Some(server) = kind.server() {
+        let label = "b. floor: in-process driver (sqlx) connect + SELECT 1 + close";
+        let mut floor = vec![];
+        for _ in 0..NOOP_REPS {
+            floor.push(ms(floors::driver_connect_and_query(server, &db.url).await?));
+        }
+        let ratio = library_median / median(&floor);
+        table.add(
+            label,
+            &floor,
+            vec![format!("the library no-op above is {ratio:.2}x this floor")],
+        );
+    }
 
     let label = format!("b. no-op, {TRIVIAL} applied, {}: CLI process", kind.label());
     match bin {
@@ -692,10 +747,113 @@ async fn bench_apply_and_noop(
                     deltas.push((a - b) as f64);
                 }
             }
-            table.add(label, &times, xact_note(&deltas, 0.0));
+            let mut notes = xact_note(&deltas, 0.0);
+            let mut rss_args: Vec<&std::ffi::OsStr> = vec!["-d".as_ref(), db.url.as_ref()];
+            rss_args.extend(["--dir".as_ref(), dir.as_os_str()]);
+            rss_args.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+            notes.push(match floors::peak_rss_mib(bin, &rss_args, dir).await {
+                Ok(mib) => format!("peak RSS {mib:.1} MiB (/usr/bin/time)"),
+                Err(reason) => format!("peak RSS not measured: {reason}"),
+            });
+            let cli_median = median(&times);
+            table.add(label, &times, notes);
+            if let Some(server) = kind.server() {
+                let label = format!(
+                    "b. floor: {} process, connect + SELECT 1",
+                    floor_client(server)
+                );
+                let mut floor = vec![];
+                for _ in 0..NOOP_REPS {
+                    match floors::connect_and_query(server, &db.url).await {
+                        Ok(elapsed) => floor.push(ms(elapsed)),
+                        Err(reason) => {
+                            table.skip(label.clone(), reason);
+                            return Ok(());
+                        }
+                    }
+                }
+                let ratio = cli_median / median(&floor);
+                table.add(
+                    label,
+                    &floor,
+                    vec![format!("the CLI no-op above is {ratio:.2}x this floor")],
+                );
+            }
         }
     }
     Ok(())
+}
+
+fn floor_client(server: Server) -> &'static str {
+    match server {
+        Server::Postgres => "psql -1",
+        Server::Mysql => "mysql",
+    }
+}
+
+/// The server's own client applying `dir` to fresh databases: per-migration samples, and a
+/// note comparing dirthara's per-migration median with them.
+async fn apply_floor(
+    server: Server,
+    dir: &Path,
+    ours: f64,
+    commit_each: bool,
+) -> BenchResult<(Vec<f64>, String)> {
+    let mut samples = vec![];
+    for rep in 1..=APPLY_REPS {
+        eprintln!(
+            "[a] floor: {} apply {TRIVIAL}, rep {rep}/{APPLY_REPS}",
+            floor_client(server)
+        );
+        let db = BenchDb::create(server).await?;
+        let elapsed = floors::apply(server, &db.url, dir, commit_each).await?;
+        let rows = count_tables(server, &db.url).await?;
+        if rows != TRIVIAL {
+            return Err(format!("the client created {rows} of {TRIVIAL} tables"));
+        }
+        samples.push(ms(elapsed) / TRIVIAL as f64);
+    }
+    let floor = median(&samples);
+    Ok((
+        samples,
+        format!(
+            "dirthara per migration above: {} ms = floor + {} ms ({:.2}x)",
+            fmt_ms(ours),
+            fmt_ms(ours - floor),
+            ours / floor
+        ),
+    ))
+}
+
+/// Tables in the bench database (the floor creates one per migration).
+async fn count_tables(server: Server, url: &str) -> BenchResult<i64> {
+    let counted = match server {
+        Server::Postgres => {
+            let mut c = PgConnection::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            let n = sqlx::query_scalar(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'",
+            )
+            .fetch_one(&mut c)
+            .await;
+            let _ = c.close().await;
+            n
+        }
+        Server::Mysql => {
+            let mut c = MySqlConnection::connect(url)
+                .await
+                .map_err(|e| e.to_string())?;
+            let n = sqlx::query_scalar(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = DATABASE()",
+            )
+            .fetch_one(&mut c)
+            .await;
+            let _ = c.close().await;
+            n
+        }
+    };
+    counted.map_err(|e| format!("counting tables: {e}"))
 }
 
 /// Process start-up alone, to read the CLI rows against.
@@ -746,9 +904,19 @@ fn bench_load(table: &mut Table) -> BenchResult<()> {
 // c: eight CLI runners at once
 // ---------------------------------------------------------------------------------------
 
-async fn bench_contention(bin: &BenchResult<PathBuf>, table: &mut Table) -> BenchResult<()> {
-    let single = format!("c. 1 CLI runner, {CONTENDED} pending, PostgreSQL (baseline)");
-    let racing = format!("c. {RUNNERS} CLI runners at once, {CONTENDED} pending, PostgreSQL");
+async fn bench_contention(
+    server: Server,
+    bin: &BenchResult<PathBuf>,
+    table: &mut Table,
+) -> BenchResult<()> {
+    let single = format!(
+        "c. 1 CLI runner, {CONTENDED} pending, {} (baseline)",
+        server.label()
+    );
+    let racing = format!(
+        "c. {RUNNERS} CLI runners at once, {CONTENDED} pending, {}",
+        server.label()
+    );
     let bin = match bin {
         Ok(bin) => bin,
         Err(reason) => {
@@ -764,7 +932,7 @@ async fn bench_contention(bin: &BenchResult<PathBuf>, table: &mut Table) -> Benc
     let mut times = vec![];
     for rep in 1..=CONTENTION_REPS {
         eprintln!("[c] 1 runner, rep {rep}/{CONTENTION_REPS}");
-        let db = BenchDb::create(Server::Postgres).await?;
+        let db = BenchDb::create(server).await?;
         let (elapsed, output) = run_cli(cli(bin, &db.url, dir, &args)).await?;
         if applied_count(&output)? != CONTENDED as usize {
             return Err(format!(
@@ -774,12 +942,13 @@ async fn bench_contention(bin: &BenchResult<PathBuf>, table: &mut Table) -> Benc
         }
         times.push(ms(elapsed));
     }
+    let single_median = median(&times);
     table.add(single, &times, vec![]);
 
     let (mut times, mut finish_spread) = (vec![], vec![]);
     for rep in 1..=CONTENTION_REPS {
         eprintln!("[c] {RUNNERS} runners at once, rep {rep}/{CONTENTION_REPS}");
-        let db = BenchDb::create(Server::Postgres).await?;
+        let db = BenchDb::create(server).await?;
         let started = Instant::now();
         let mut waits = Vec::with_capacity(RUNNERS);
         for _ in 0..RUNNERS {
@@ -804,7 +973,7 @@ async fn bench_contention(bin: &BenchResult<PathBuf>, table: &mut Table) -> Benc
         }
         let wall = finished.iter().copied().fold(0.0, f64::max);
         let first = finished.iter().copied().fold(f64::INFINITY, f64::min);
-        let rows = count_history(Server::Postgres, &db.url).await?;
+        let rows = count_history(server, &db.url).await?;
         let winners = applied.iter().filter(|&&n| n > 0).count();
         if rows != CONTENDED || winners != 1 || applied.iter().sum::<usize>() != CONTENDED as usize
         {
@@ -827,6 +996,10 @@ async fn bench_contention(bin: &BenchResult<PathBuf>, table: &mut Table) -> Benc
             format!(
                 "first-to-last finish spread: median {} ms",
                 fmt_ms(median(&finish_spread))
+            ),
+            format!(
+                "{:.2}x the single runner's median",
+                median(&times) / single_median
             ),
         ],
     );
@@ -986,7 +1159,7 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".to_string())
 }
 
-async fn header(bin: &BenchResult<PathBuf>) -> bool {
+async fn header(bin: &BenchResult<PathBuf>) -> (bool, bool) {
     println!("dirthara migration benchmarks");
     println!(
         "  machine: {} logical CPU(s), {} {}",
@@ -1008,56 +1181,102 @@ async fn header(bin: &BenchResult<PathBuf>) -> bool {
             false
         }
     };
-    match MySqlConnection::connect(&Server::Mysql.admin_url()).await {
+    let mysql_up = match MySqlConnection::connect(&Server::Mysql.admin_url()).await {
         Ok(mut c) => {
-            let version: String = sqlx::query_scalar("SELECT CAST(VERSION() AS CHAR)")
-                .fetch_one(&mut c)
-                .await
-                .unwrap_or_else(|e| format!("? ({e})"));
+            let version: String = sqlx::query_scalar(
+                "SELECT CAST(CONCAT(VERSION(), ' (innodb_flush_log_at_trx_commit=', \
+                 @@innodb_flush_log_at_trx_commit, ')') AS CHAR)",
+            )
+            .fetch_one(&mut c)
+            .await
+            .unwrap_or_else(|e| format!("? ({e})"));
             println!("  MariaDB/MySQL: {version}");
+            true
         }
-        Err(e) => println!("  MariaDB/MySQL: not reachable ({e})"),
-    }
+        Err(e) => {
+            println!("  MariaDB/MySQL: not reachable ({e})");
+            false
+        }
+    };
     match bin {
         Ok(bin) => println!("  CLI: {}", bin.display()),
         Err(reason) => println!("  CLI: {reason}"),
     }
     println!();
-    postgres_up
+    (postgres_up, mysql_up)
+}
+
+/// Whether scenario `key` runs: all of them, unless `DIRTHARA_BENCH_ONLY` lists some
+/// (comma-separated: load, startup, pg, mysql, sqlite, contention-pg, contention-mysql,
+/// handover-pg, handover-mysql).
+fn wanted(key: &str) -> bool {
+    match std::env::var("DIRTHARA_BENCH_ONLY") {
+        Ok(only) if !only.trim().is_empty() => only.split(',').any(|k| k.trim() == key),
+        _ => true,
+    }
 }
 
 #[tokio::main]
 async fn main() {
     let started = Instant::now();
     let bin = cli_binary();
-    let postgres_up = header(&bin).await;
+    let (postgres_up, mysql_up) = header(&bin).await;
     let mut table = Table::default();
 
-    let result = bench_load(&mut table);
-    record(&mut table, "a/b. load", result);
-    let result = bench_cli_startup(&bin, &mut table).await;
-    record(&mut table, "b. CLI start-up", result);
+    if wanted("load") {
+        let result = bench_load(&mut table);
+        record(&mut table, "a/b. load", result);
+    }
+    if wanted("startup") {
+        let result = bench_cli_startup(&bin, &mut table).await;
+        record(&mut table, "b. CLI start-up", result);
+    }
 
-    if postgres_up {
+    if !wanted("pg") {
+    } else if postgres_up {
         let result = bench_apply_and_noop(Kind::Postgres, &bin, &mut table).await;
         record(&mut table, "a/b. PostgreSQL", result);
     } else {
         table.skip("a/b. PostgreSQL", "PostgreSQL is not reachable");
     }
-    let result = bench_apply_and_noop(Kind::Sqlite, &bin, &mut table).await;
-    record(&mut table, "a/b. SQLite", result);
+    if !wanted("mysql") {
+    } else if mysql_up {
+        let result = bench_apply_and_noop(Kind::Mysql, &bin, &mut table).await;
+        record(&mut table, "a/b. MariaDB", result);
+    } else {
+        table.skip("a/b. MariaDB", "MariaDB is not reachable");
+    }
+    if wanted("sqlite") {
+        let result = bench_apply_and_noop(Kind::Sqlite, &bin, &mut table).await;
+        record(&mut table, "a/b. SQLite", result);
+    }
 
-    if postgres_up {
-        let result = bench_contention(&bin, &mut table).await;
-        record(&mut table, "c. concurrent CLI runners", result);
+    if !wanted("contention-pg") {
+    } else if postgres_up {
+        let result = bench_contention(Server::Postgres, &bin, &mut table).await;
+        record(&mut table, "c. concurrent CLI runners, PostgreSQL", result);
     } else {
         table.skip("c. concurrent CLI runners", "PostgreSQL is not reachable");
     }
+    if !wanted("contention-mysql") {
+    } else if mysql_up {
+        let result = bench_contention(Server::Mysql, &bin, &mut table).await;
+        record(&mut table, "c. concurrent CLI runners, MariaDB", result);
+    } else {
+        table.skip(
+            "c. concurrent CLI runners, MariaDB",
+            "MariaDB is not reachable",
+        );
+    }
 
-    let result = bench_handover(Server::Postgres, &mut table).await;
-    record(&mut table, "d. hand-over, PostgreSQL", result);
-    let result = bench_handover(Server::Mysql, &mut table).await;
-    record(&mut table, "d. hand-over, MariaDB", result);
+    if wanted("handover-pg") {
+        let result = bench_handover(Server::Postgres, &mut table).await;
+        record(&mut table, "d. hand-over, PostgreSQL", result);
+    }
+    if wanted("handover-mysql") {
+        let result = bench_handover(Server::Mysql, &mut table).await;
+        record(&mut table, "d. hand-over, MariaDB", result);
+    }
 
     println!();
     table.print();

@@ -106,8 +106,31 @@ pub fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
     }
 }
 
-/// The entries of `dir`, sorted so that messages come in a stable order.
-fn entries(dir: &Path) -> Result<Vec<PathBuf>> {
+/// What the directory listing says an entry is, so that no `stat` per file is needed: the
+/// kernel hands the type over with the name (`d_type`). Only a symbolic link (or a file
+/// system that does not report types) costs a `stat`, to see what it points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    File,
+    Dir,
+    Other,
+}
+
+fn kind_of(entry: &fs::DirEntry) -> Kind {
+    let listed = entry.file_type().ok();
+    let file_type = match listed {
+        Some(t) if !t.is_symlink() => Some(t),
+        _ => fs::metadata(entry.path()).ok().map(|m| m.file_type()),
+    };
+    match file_type {
+        Some(t) if t.is_file() => Kind::File,
+        Some(t) if t.is_dir() => Kind::Dir,
+        _ => Kind::Other,
+    }
+}
+
+/// The entries of `dir` with their kinds, sorted so that messages come in a stable order.
+fn entries(dir: &Path) -> Result<Vec<(PathBuf, Kind)>> {
     let read = fs::read_dir(dir).map_err(|e| SourceError::Directory {
         dir: dir.to_path_buf(),
         message: format!(
@@ -122,7 +145,7 @@ fn entries(dir: &Path) -> Result<Vec<PathBuf>> {
             dir: dir.to_path_buf(),
             message: format!("cannot list migration directory `{}`: {e}", dir.display()),
         })?;
-        paths.push(entry.path());
+        paths.push((entry.path(), kind_of(&entry)));
     }
     paths.sort();
     Ok(paths)
@@ -134,7 +157,7 @@ fn scan_directory(
     findings: &mut Findings,
 ) -> Result<Vec<Part>> {
     let mut found: Vec<(PathBuf, Entry)> = Vec::new();
-    for path in entries(dir)? {
+    for (path, kind) in entries(dir)? {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
             if path
                 .extension()
@@ -147,7 +170,7 @@ fn scan_directory(
         if file_name.starts_with('.') {
             continue;
         }
-        if path.is_dir() {
+        if kind == Kind::Dir {
             if !path.join("up.sql").is_file() {
                 continue;
             }
@@ -172,7 +195,7 @@ fn scan_directory(
             }
             continue;
         }
-        if !path.is_file() {
+        if kind != Kind::File {
             findings.problem(&path, "is not a regular file");
             continue;
         }
@@ -263,7 +286,12 @@ fn assemble(parts: Vec<Part>, findings: &mut Findings) -> Vec<Migration> {
 }
 
 /// One migration from its up and optional down part, or `None` after reporting why not.
-fn build(version: i64, up: Part, down: Option<Part>, findings: &mut Findings) -> Option<Migration> {
+fn build(
+    version: i64,
+    mut up: Part,
+    mut down: Option<Part>,
+    findings: &mut Findings,
+) -> Option<Migration> {
     let before = findings.problems.len();
     if let Some(down) = &down {
         if up.role == Role::UpOnly {
@@ -287,8 +315,8 @@ fn build(version: i64, up: Part, down: Option<Part>, findings: &mut Findings) ->
             );
         }
     }
-    let up_text = read_step(&up, false, findings);
-    let down_text = down.as_ref().and_then(|d| read_step(d, true, findings));
+    let up_text = read_step(&mut up, false, findings);
+    let down_text = down.as_mut().and_then(|d| read_step(d, true, findings));
     let (up_text, up_header) = up_text?;
     let mut migration = Migration {
         version,
@@ -340,8 +368,8 @@ fn file_name(path: &Path) -> String {
 
 /// A step's text and header, or `None` after reporting why not. A blank down step (empty,
 /// only comments, or `[]`) is a deliberate "reverses nothing"; a blank up step is an error.
-fn read_step(part: &Part, down: bool, findings: &mut Findings) -> Option<(String, Header)> {
-    let text = match part.text.clone().map_or_else(|| read_text(&part.path), Ok) {
+fn read_step(part: &mut Part, down: bool, findings: &mut Findings) -> Option<(String, Header)> {
+    let text = match part.text.take().map_or_else(|| read_text(&part.path), Ok) {
         Ok(text) => text,
         Err(reason) => {
             findings.problem(&part.path, reason);
@@ -361,12 +389,45 @@ fn read_step(part: &Part, down: bool, findings: &mut Findings) -> Option<(String
 }
 
 pub(crate) fn read_text(path: &Path) -> std::result::Result<String, String> {
-    let bytes = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let bytes = read_regular_file(path).map_err(|e| format!("cannot read: {e}"))?;
     String::from_utf8(bytes).map_err(|e| {
         format!(
             "is not valid UTF-8 (invalid byte at offset {}); save it as UTF-8",
             e.utf8_error().valid_up_to()
         )
+    })
+}
+
+/// Bytes read at once; a migration file is nearly always smaller, so it costs one `read`.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// The whole of a regular file in one `open`, usually one `read`, and a `close`.
+///
+/// `fs::read` asks for the size first (a `statx`) and then reads until a `read` returns 0
+/// (two `read`s). Neither is needed for a regular file: POSIX lets `read` on one return fewer
+/// bytes than asked only at the end of the file (or when a signal interrupts a read that had
+/// already transferred data, which a local file system does not do mid-page), so a short read
+/// is the end. Only a file that fills the buffer is read on.
+pub(crate) fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    thread_local! {
+        // Zeroed once per thread, not once per file.
+        static CHUNK: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0u8; READ_CHUNK]);
+    }
+    let mut file = fs::File::open(path)?;
+    CHUNK.with_borrow_mut(|chunk| {
+        let mut bytes = Vec::new();
+        loop {
+            let n = match file.read(chunk) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            bytes.extend_from_slice(&chunk[..n]);
+            if n < chunk.len() {
+                return Ok(bytes);
+            }
+        }
     })
 }
 
@@ -390,5 +451,48 @@ pub(crate) fn step_header(
                 connection: commands.connection,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_of_any_size_read_whole_in_chunks() {
+        let dir = tempfile::tempdir().unwrap();
+        for size in [
+            0,
+            1,
+            READ_CHUNK - 1,
+            READ_CHUNK,
+            READ_CHUNK + 1,
+            3 * READ_CHUNK + 7,
+        ] {
+            let path = dir.path().join(format!("{size}.sql"));
+            let bytes: Vec<u8> = (0..size).map(|i| b'a' + (i % 26) as u8).collect();
+            fs::write(&path, &bytes).unwrap();
+            assert_eq!(read_regular_file(&path).unwrap(), bytes, "size {size}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_migration_is_followed_and_a_dangling_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::write(elsewhere.path().join("real.sql"), "SELECT 1;").unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.path().join("real.sql"),
+            dir.path().join("1_linked.sql"),
+        )
+        .unwrap();
+        let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(loaded[0].up, "SELECT 1;");
+
+        std::os::unix::fs::symlink(dir.path().join("gone.sql"), dir.path().join("2_gone.sql"))
+            .unwrap();
+        let err = load_directories(&[dir.path().to_path_buf()]).unwrap_err();
+        assert!(err.to_string().contains("is not a regular file"), "{err}");
     }
 }

@@ -159,6 +159,15 @@ pub trait Backend: Send {
     /// Applies a history change on its own.
     async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()>;
 
+    /// Applies history changes in order, all or none, in one round trip where the database
+    /// allows (one commit instead of one per change).
+    async fn record_all(&mut self, table: &str, changes: &[HistoryChange]) -> Result<()> {
+        for change in changes {
+            self.record(table, change).await?;
+        }
+        Ok(())
+    }
+
     /// Drops every table/view of this database except those named in `keep`; returns what
     /// it dropped. Must not end the session (the lock lives in it).
     async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>>;

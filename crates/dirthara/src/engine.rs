@@ -906,6 +906,7 @@ impl Migrator {
             strategy,
             lease,
             completed: Vec::new(),
+            unrecorded: None,
         })
     }
 

@@ -1,10 +1,12 @@
 //! The migration lock: which strategy a command uses, and how a runner waits for it.
 //!
 //! The engine takes the lock before it reads any migration state and releases it when the
-//! command ends, whatever the outcome. Waiting never happens inside a blocking database
-//! statement: a runner retries a non-blocking try-lock and sleeps in between (woken at once
-//! on PostgreSQL, which notifies waiters on release), so a waiter never holds a snapshot
-//! that a holder's `CREATE INDEX CONCURRENTLY` would wait for.
+//! command ends, whatever the outcome. A runner retries a non-blocking try-lock and waits in
+//! between in the backend's own way: on PostgreSQL outside any statement (woken at once by
+//! the release notification), so a waiter never holds a snapshot that a holder's
+//! `CREATE INDEX CONCURRENTLY` would wait for; on MySQL/MariaDB inside a short `GET_LOCK`
+//! (which holds no snapshot), so the server hands the lock over at release. Either way a
+//! wait is at most `MAX_RETRY_INTERVAL` long, and a shutdown signal cuts it short.
 
 use std::time::{Duration, Instant};
 
@@ -118,8 +120,9 @@ pub(crate) struct LockTarget<'a> {
 
 /// Takes a session lock, retrying until it is free or the wait runs out.
 ///
-/// Only non-blocking attempts are made, so once this returns `MIGRATION_LOCK_HELD` no attempt
-/// is left in flight that could still take the lock behind the caller's back.
+/// A wait ends by the deadline (a blocking attempt is given no more than the time left), so
+/// once this returns `MIGRATION_LOCK_HELD` no attempt is left in flight. An attempt abandoned
+/// by a shutdown signal is the backend's to cancel when the connection is closed.
 pub(crate) async fn acquire_session_lock(
     lock: &mut dyn SessionLock,
     target: &LockTarget<'_>,
@@ -166,7 +169,20 @@ pub(crate) async fn acquire_session_lock(
             next_report = now + HOLDER_REPORT_INTERVAL;
         }
         let nap = remaining.map_or(MAX_RETRY_INTERVAL, |r| r.min(MAX_RETRY_INTERVAL));
-        lock.wait_for_release(target.table, nap).await?;
+        match shutdown {
+            Some(rx) => {
+                // A clone has seen what `rx` has seen, so a signal sent since it was last
+                // read wakes this at once.
+                let mut signal = rx.clone();
+                tokio::select! {
+                    waited = lock.wait_for_release(target.table, nap) => waited?,
+                    _ = signal.wait_for(|stop| *stop) => {
+                        return Err(interrupted_while_waiting(started.elapsed()));
+                    }
+                }
+            }
+            None => lock.wait_for_release(target.table, nap).await?,
+        }
     }
 }
 

@@ -1,11 +1,18 @@
-//! MySQL / MariaDB: `GET_LOCK` on the history connection, retried with short jittered
-//! sleeps (there is no release notification). DDL commits implicitly here, so every step
-//! is bracketed by a `running` record and its completion.
+//! MySQL / MariaDB: `GET_LOCK` on the history connection. A waiter blocks inside
+//! `GET_LOCK(name, timeout)` for a short while at a time, so the server hands the lock over
+//! the moment it is released. (PostgreSQL must not wait inside its lock function — a waiting
+//! `pg_advisory_lock` holds a snapshot that a holder's `CREATE INDEX CONCURRENTLY` waits for —
+//! but `GET_LOCK` takes no snapshot.) DDL commits implicitly here, so every step is bracketed
+//! by a `running` record and its completion.
+//!
+//! Lock statements are plain text with literals, never prepared statements with binds, so they
+//! pass through proxies that do not keep prepared statements.
 //!
 //! A limit worth knowing: the server notices a vanished client only when the running
 //! statement ends, so a runner killed inside a long statement keeps the lock until then.
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
@@ -31,6 +38,14 @@ pub(crate) struct MySqlDriver {
     connection: String,
     database: String,
     init_sql: Option<String>,
+    /// The server's id for this connection (`CONNECTION_ID()`), to end it from another one.
+    id: i64,
+    /// A blocking `GET_LOCK` is in flight, or was abandoned in flight (the caller gave up
+    /// waiting: Ctrl-C). Its answer may still come, and may be "granted".
+    waiting: bool,
+    /// A wait (`wait_for_release`) took the lock; the next `try_lock` reports it instead of
+    /// asking again (a second `GET_LOCK` would nest: one release would not free it).
+    granted: bool,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -50,10 +65,12 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     }
     // Resolved once, after `init_sql`: dirthara's own statements name their tables in this
     // database, whatever `USE` a migration runs.
-    let database: Option<String> = sqlx::query_scalar("SELECT CAST(DATABASE() AS CHAR)")
-        .fetch_one(&mut conn)
+    let row = conn
+        .fetch_one("SELECT CAST(DATABASE() AS CHAR), CAST(CONNECTION_ID() AS SIGNED)")
         .await
         .map_err(connect_failure)?;
+    let database: Option<String> = row.try_get(0).map_err(connect_failure)?;
+    let id: i64 = row.try_get(1).map_err(connect_failure)?;
     let Some(database) = database else {
         return Err(ConnectFailure {
             message: "the URL names no database; add it as the path, e.g. mysql://user@host/app"
@@ -68,9 +85,13 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             connection: request.name.clone(),
             database,
             init_sql: request.init_sql.clone(),
+            id,
+            waiting: false,
+            granted: false,
         },
         kind: BackendKind::Mysql,
         connection: request.name.clone(),
+        ready: Vec::new(),
     }))
 }
 
@@ -94,13 +115,28 @@ impl MySqlDriver {
         })
     }
 
-    async fn holder_id(&mut self, table: &str) -> Result<Option<i64>> {
-        let key = self.key(table);
-        sqlx::query_scalar::<_, Option<i64>>("SELECT CAST(IS_USED_LOCK(?) AS SIGNED)")
-            .bind(key)
-            .fetch_one(&mut self.conn)
+    /// The lock's name as a SQL literal.
+    fn key_literal(&self, table: &str) -> String {
+        Dialect::Mysql.literal(&self.key(table))
+    }
+
+    /// The one value of a plain-text `SELECT` (NULL as `None`).
+    async fn lock_scalar(&mut self, sql: &str) -> Result<Option<i64>> {
+        let row = self
+            .conn
+            .fetch_one(sql)
             .await
+            .map_err(|e| self.lock_error(e))?;
+        row.try_get::<Option<i64>, _>(0)
             .map_err(|e| self.lock_error(e))
+    }
+
+    async fn holder_id(&mut self, table: &str) -> Result<Option<i64>> {
+        let sql = format!(
+            "SELECT CAST(IS_USED_LOCK({}) AS SIGNED)",
+            self.key_literal(table)
+        );
+        self.lock_scalar(&sql).await
     }
 }
 
@@ -132,12 +168,19 @@ impl SqlDriver for MySqlDriver {
         // Explicitly in the history's database, even if `init_sql` switched to another.
         conn.execute(format!("USE {}", Dialect::Mysql.ident(&self.database)).as_str())
             .await?;
+        let id: i64 = conn
+            .fetch_one("SELECT CAST(CONNECTION_ID() AS SIGNED)")
+            .await?
+            .try_get(0)?;
         Ok(Box::new(MySqlDriver {
             conn,
             options: self.options.clone(),
             connection: self.connection.clone(),
             database: self.database.clone(),
             init_sql: self.init_sql.clone(),
+            id,
+            waiting: false,
+            granted: false,
         }))
     }
 
@@ -169,6 +212,17 @@ impl SqlDriver for MySqlDriver {
     }
 
     async fn close(self: Box<Self>) {
+        if self.waiting {
+            // A blocking `GET_LOCK` was abandoned (the runner was interrupted while waiting).
+            // The server would still grant it when the holder lets go, and keep it until it
+            // noticed this client gone: end the session from another connection at once, so
+            // no lock is taken behind the caller's back (ending a session releases its locks).
+            if let Ok(mut other) = self.options.connect().await {
+                let _ = other.execute(format!("KILL {}", self.id).as_str()).await;
+                let _ = other.close().await;
+            }
+            return;
+        }
         let _ = self.conn.close().await;
     }
 }
@@ -176,49 +230,61 @@ impl SqlDriver for MySqlDriver {
 #[async_trait]
 impl SessionLock for MySqlDriver {
     async fn try_lock(&mut self, table: &str) -> Result<bool> {
-        let key = self.key(table);
-        // Timeout 0: never block inside the server; the engine does the waiting.
-        let got: Option<i64> = sqlx::query_scalar("SELECT CAST(GET_LOCK(?, 0) AS SIGNED)")
-            .bind(key)
-            .fetch_one(&mut self.conn)
-            .await
-            .map_err(|e| self.lock_error(e))?;
-        Ok(got == Some(1))
+        if std::mem::take(&mut self.granted) {
+            return Ok(true);
+        }
+        // Timeout 0: the attempt itself never blocks; `wait_for_release` does the waiting.
+        let sql = format!(
+            "SELECT CAST(GET_LOCK({}, 0) AS SIGNED)",
+            self.key_literal(table)
+        );
+        Ok(self.lock_scalar(&sql).await? == Some(1))
     }
 
     async fn holds_lock(&mut self, table: &str) -> Result<bool> {
-        let key = self.key(table);
-        let ours: Option<i64> =
-            sqlx::query_scalar("SELECT CAST(IS_USED_LOCK(?) = CONNECTION_ID() AS SIGNED)")
-                .bind(key)
-                .fetch_one(&mut self.conn)
-                .await
-                .map_err(|e| self.lock_error(e))?;
-        Ok(ours == Some(1))
+        let sql = format!(
+            "SELECT CAST(IS_USED_LOCK({}) = CONNECTION_ID() AS SIGNED)",
+            self.key_literal(table)
+        );
+        Ok(self.lock_scalar(&sql).await? == Some(1))
     }
 
     async fn unlock(&mut self, table: &str) -> Result<()> {
-        let key = self.key(table);
-        sqlx::query("SELECT RELEASE_LOCK(?)")
-            .bind(key)
-            .execute(&mut self.conn)
-            .await
-            .map(|_| ())
-            .map_err(|e| self.lock_error(e))
+        let sql = format!("SELECT RELEASE_LOCK({})", self.key_literal(table));
+        self.lock_scalar(&sql).await.map(|_| ())
+    }
+
+    /// Blocks in `GET_LOCK` for at most `max`: the server wakes us the moment the holder
+    /// releases. A granted lock is kept for the next `try_lock` to report. The wait is on
+    /// this (the lock) session, so nothing else of ours is held up by it.
+    async fn wait_for_release(&mut self, table: &str, max: Duration) -> Result<()> {
+        let sql = format!(
+            "SELECT CAST(GET_LOCK({}, {:.3}) AS SIGNED)",
+            self.key_literal(table),
+            max.as_secs_f64()
+        );
+        // If this future is dropped mid-wait (Ctrl-C), `waiting` stays set and `close` ends
+        // the session rather than let the server grant the lock to it later.
+        self.waiting = true;
+        let got = self.lock_scalar(&sql).await;
+        self.waiting = false;
+        self.granted = got? == Some(1);
+        Ok(())
     }
 
     async fn holder(&mut self, table: &str) -> Result<Option<LockHolder>> {
         let Some(id) = self.holder_id(table).await? else {
             return Ok(None);
         };
-        let row = sqlx::query(
+        let sql = format!(
             "SELECT CAST(HOST AS CHAR), CAST(TIME AS SIGNED), CAST(INFO AS CHAR) \
-             FROM information_schema.PROCESSLIST WHERE ID = ?",
-        )
-        .bind(id)
-        .fetch_optional(&mut self.conn)
-        .await
-        .map_err(|e| self.lock_error(e))?;
+             FROM information_schema.PROCESSLIST WHERE ID = {id}"
+        );
+        let row = self
+            .conn
+            .fetch_optional(sql.as_str())
+            .await
+            .map_err(|e| self.lock_error(e))?;
         let mut holder = LockHolder {
             session_id: Some(id),
             ..LockHolder::default()

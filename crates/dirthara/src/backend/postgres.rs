@@ -84,6 +84,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         },
         kind: BackendKind::Postgres,
         connection: request.name.clone(),
+        ready: Vec::new(),
     }))
 }
 

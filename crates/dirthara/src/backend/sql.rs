@@ -487,6 +487,10 @@ pub(crate) struct SqlBackend<D> {
     pub driver: D,
     pub kind: BackendKind,
     pub connection: String,
+    /// The history tables this connection has already found present with a layout this
+    /// build understands. Only dirthara creates or drops them, and only under the lock this
+    /// session holds, so asking again on the same connection would only cost round trips.
+    pub ready: Vec<String>,
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
@@ -583,6 +587,24 @@ impl<D: SqlDriver> SqlBackend<D> {
         Ok((has(table), has(&meta)))
     }
 
+    /// The layout of a history that is already there, asked in one round trip: the meta
+    /// table's layout row, and an empty read of the history table that fails if it is missing.
+    /// `None` when either is missing or unreadable; the caller then looks step by step, which
+    /// also says precisely what is wrong.
+    async fn probe_layout(&mut self, table: &str) -> Option<i64> {
+        let names = self.names(table);
+        let sql = format!(
+            "{}; SELECT 1 FROM {} WHERE 1 = 0",
+            self.driver.dialect().layout_sql(&names),
+            names.history
+        );
+        let rows = self.driver.fetch_text(&sql).await.ok()?;
+        match rows.as_slice() {
+            [row] => row.first()?.as_deref()?.parse().ok(),
+            _ => None,
+        }
+    }
+
     async fn layout_version(&mut self, table: &str) -> Result<i64> {
         let sql = self.driver.dialect().layout_sql(&self.names(table));
         let rows = self
@@ -646,6 +668,9 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn read_history(&mut self, table: &str) -> Result<Option<Vec<AppliedMigration>>> {
+        if self.ready.iter().any(|t| t == table) {
+            return self.select_history(table).await.map(Some);
+        }
         let (history, meta) = self.existing(table).await?;
         if meta {
             let layout = self.layout_version(table).await?;
@@ -657,10 +682,20 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         if !meta {
             return Err(foreign_history(&self.connection, table));
         }
+        self.ready.push(table.to_string());
         self.select_history(table).await.map(Some)
     }
 
     async fn prepare_history(&mut self, table: &str) -> Result<()> {
+        if self.ready.iter().any(|t| t == table) {
+            return Ok(());
+        }
+        // The usual case, every run after the first: both tables are there.
+        if let Some(layout) = self.probe_layout(table).await {
+            check_layout(&self.connection, table, layout)?;
+            self.ready.push(table.to_string());
+            return Ok(());
+        }
         let (history, meta) = self.existing(table).await?;
         let dialect = self.driver.dialect();
         let names = self.names(table);
@@ -686,6 +721,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                 .await
                 .map_err(|e| self.history_error(e))?;
         }
+        self.ready.push(table.to_string());
         Ok(())
     }
 
@@ -772,7 +808,29 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             .map_err(|e| self.history_error(e))
     }
 
+    async fn record_all(&mut self, table: &str, changes: &[HistoryChange]) -> Result<()> {
+        if let [one] = changes {
+            return self.record(table, one).await;
+        }
+        let dialect = self.driver.dialect();
+        let names = self.names(table);
+        let mut sql = dialect.begin().to_string();
+        for change in changes {
+            sql.push_str("; ");
+            sql.push_str(&dialect.change_sql(&names, change));
+        }
+        sql.push_str("; COMMIT");
+        let sent = self.driver.execute(&sql).await;
+        if sent.is_err() {
+            // A statement failed inside the transaction: end it, so nothing half-done stays.
+            self.driver.clean_up_after_failure().await;
+        }
+        sent.map_err(|e| self.history_error(e))
+    }
+
     async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
+        // The history goes too (unless kept): look again before using it.
+        self.ready.clear();
         let dialect = self.driver.dialect();
         let rows = self
             .driver

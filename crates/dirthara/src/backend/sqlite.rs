@@ -44,6 +44,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         },
         kind: BackendKind::Sqlite,
         connection: request.name.clone(),
+        ready: Vec::new(),
     }))
 }
 

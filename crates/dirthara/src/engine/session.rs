@@ -6,7 +6,7 @@ use std::time::Instant;
 use super::Migrator;
 use super::Resolution;
 use crate::adopt::{AdoptSource, AdoptionReport};
-use crate::backend::{Backend, StepFailure};
+use crate::backend::{Backend, BackendKind, StepFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
 use crate::history::{runner_identity, HistoryChange, RecordState};
@@ -27,6 +27,10 @@ pub(super) struct Session<'m> {
     /// The held lease, with `Strategy::Lease`.
     pub(super) lease: Option<LeaseGuard>,
     pub(super) completed: Vec<StepReport>,
+    /// MySQL/MariaDB: the last step's completion (`applied`, or the deletion after a down
+    /// step), not yet written. It goes out with the next step's `running` marker, in one
+    /// transaction, or alone when the loop ends however it ends; see [`Session::folds_records`].
+    pub(super) unrecorded: Option<HistoryChange>,
 }
 
 impl Session<'_> {
@@ -71,6 +75,41 @@ impl Session<'_> {
     }
 
     async fn apply(&mut self, planned: &Plan<'_>, report: &mut RunReport) -> Result<()> {
+        let applied = self.apply_steps(planned, report).await;
+        // Whatever ended the loop, the last completed step's record is written before the
+        // command returns (a failure here leaves that one step `running`: dirty, never lost).
+        let flushed = self.record_unrecorded().await;
+        match (applied, flushed) {
+            (Ok(()), flushed) => flushed,
+            (Err(error), Ok(())) => Err(error),
+            (Err(error), Err(flush_error)) => Err(error.with_secondary(flush_error)),
+        }
+    }
+
+    /// Writes the completion left for the next marker, if any.
+    async fn record_unrecorded(&mut self) -> Result<()> {
+        match self.unrecorded.take() {
+            Some(done) => {
+                let table = self.table().to_string();
+                self.history.record(&table, &done).await
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a step's completion waits for the next step's marker. On MySQL/MariaDB every
+    /// history write is a commit of its own (a log flush), and no step shares a transaction
+    /// with its record (DDL commits implicitly), so each migration would cost a `running`
+    /// commit and an `applied` commit. Writing migration N's completion together with N+1's
+    /// `running` marker, in one transaction, halves that. Dirty detection is unchanged: the
+    /// pair commits together, so the history moves from "N running" straight to "N applied,
+    /// N+1 running" — one `running` record at most, at any instant; a crash before the pair is
+    /// written leaves N `running`, which the next run reports as it would any interrupted step.
+    fn folds_records(&self) -> bool {
+        self.history.kind() == BackendKind::Mysql
+    }
+
+    async fn apply_steps(&mut self, planned: &Plan<'_>, report: &mut RunReport) -> Result<()> {
         for (index, step) in planned.steps.iter().enumerate() {
             if self.interrupted() {
                 return Err(Error::new(ErrorKind::Interrupted {
@@ -241,10 +280,15 @@ impl Session<'_> {
             _ => None,
         };
         let reverses_nothing = reverses_nothing(step);
+        let atomic = self.runs_atomically(migration);
+        if reverses_nothing || atomic {
+            // Only the marker of a bracketed step carries a previous completion.
+            self.record_unrecorded().await?;
+        }
         if reverses_nothing {
             // A deliberate "this reverses nothing": forget the migration, send nothing.
             self.history.record(table, &completion).await?;
-        } else if self.runs_atomically(migration) {
+        } else if atomic {
             // The step and its record commit together or not at all.
             let outcome = match &code {
                 Some(code) => {
@@ -281,7 +325,10 @@ impl Session<'_> {
             if !on_history {
                 self.other_connection(&migration.connection).await?;
             }
-            self.history.record(table, &marker).await?;
+            match self.unrecorded.take() {
+                Some(done) => self.history.record_all(table, &[done, marker]).await?,
+                None => self.history.record(table, &marker).await?,
+            }
             let (outcome, transactional_ddl) = if on_history {
                 let outcome = match &code {
                     Some(code) => {
@@ -334,7 +381,11 @@ impl Session<'_> {
                 },
                 Direction::Down => completion,
             };
-            self.history.record(table, &done).await?;
+            if self.folds_records() {
+                self.unrecorded = Some(done);
+            } else {
+                self.history.record(table, &done).await?;
+            }
         }
 
         let duration = started.elapsed();
