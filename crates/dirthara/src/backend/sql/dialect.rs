@@ -1,0 +1,360 @@
+//! The SQL text of dirthara's own statements, per dialect: the history and meta tables
+//! (always named with the schema resolved at connect), the lease table, and what `fresh`
+//! drops. Values spliced in are integers, hex checksums and names from a safe alphabet, and
+//! are still quoted with [`Dialect::literal`].
+
+use crate::history::{HistoryChange, HISTORY_LAYOUT_VERSION};
+
+/// The SQL flavour of a backend. (A variant is only constructed when its backend's feature
+/// is enabled.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
+pub(crate) enum Dialect {
+    Sqlite,
+    Postgres,
+    Mysql,
+}
+
+/// A droppable object found by `fresh`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DbObject {
+    pub kind: String,
+    pub name: String,
+}
+
+const LAYOUT_KEY: &str = "layout_version";
+
+/// The history's tables as dirthara's own statements name them: qualified with the schema
+/// (PostgreSQL) or database (MySQL) resolved when the connection opened, so nothing a
+/// migration does to its session (`SET search_path`, `USE`) changes where dirthara records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HistoryNames {
+    /// The schema/database, as a name (for catalog queries); `None`: the session's default.
+    pub schema: Option<String>,
+    /// The history table's bare name.
+    pub table: String,
+    /// The history and meta tables, quoted and qualified, ready to splice into SQL.
+    pub history: String,
+    pub meta: String,
+}
+
+impl HistoryNames {
+    pub fn new(dialect: Dialect, schema: Option<&str>, table: &str) -> Self {
+        let qualify = |name: &str| match schema {
+            Some(schema) => format!("{}.{}", dialect.ident(schema), dialect.ident(name)),
+            None => dialect.ident(name),
+        };
+        HistoryNames {
+            schema: schema.map(str::to_string),
+            table: table.to_string(),
+            history: qualify(table),
+            meta: qualify(&Dialect::meta_table(table)),
+        }
+    }
+}
+
+impl Dialect {
+    pub fn ident(self, name: &str) -> String {
+        match self {
+            Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
+            _ => format!("\"{}\"", name.replace('"', "\"\"")),
+        }
+    }
+
+    pub fn literal(self, value: &str) -> String {
+        let mut escaped = value.replace('\'', "''");
+        if self == Dialect::Mysql {
+            // MySQL treats backslash as an escape inside literals unless NO_BACKSLASH_ESCAPES.
+            escaped = escaped.replace('\\', "\\\\");
+        }
+        format!("'{escaped}'")
+    }
+
+    pub(crate) fn now(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+            Dialect::Postgres => "now()",
+            Dialect::Mysql => "UTC_TIMESTAMP()",
+        }
+    }
+
+    /// Milliseconds since the current statement (the whole multi-statement string) began;
+    /// only PostgreSQL can tell, and only its atomic path leaves the duration unmeasured.
+    pub(crate) fn elapsed_ms(self) -> &'static str {
+        match self {
+            Dialect::Postgres => {
+                "(EXTRACT(EPOCH FROM clock_timestamp() - statement_timestamp()) * 1000)::bigint"
+            }
+            _ => "0",
+        }
+    }
+
+    pub(crate) fn timestamp_type(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "TEXT",
+            Dialect::Postgres => "TIMESTAMPTZ",
+            Dialect::Mysql => "DATETIME",
+        }
+    }
+
+    /// `expr` as text in every dialect, so rows decode the same way everywhere.
+    pub(crate) fn text(self, expr: &str) -> String {
+        match self {
+            Dialect::Sqlite => format!("CAST({expr} AS TEXT)"),
+            Dialect::Postgres => format!("({expr})::text"),
+            Dialect::Mysql => format!("CAST({expr} AS CHAR)"),
+        }
+    }
+
+    pub(crate) fn timestamp_text(self, column: &str) -> String {
+        match self {
+            Dialect::Sqlite => column.to_string(),
+            Dialect::Postgres => {
+                format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
+            }
+            Dialect::Mysql => format!("DATE_FORMAT({column}, '%Y-%m-%dT%H:%i:%sZ')"),
+        }
+    }
+
+    pub(crate) fn begin(self) -> &'static str {
+        match self {
+            // IMMEDIATE takes SQLite's write lock up front, so a concurrent writer cannot make
+            // the transaction fail half-way when it upgrades from reading to writing.
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+            _ => "BEGIN",
+        }
+    }
+
+    pub(crate) fn meta_table(table: &str) -> String {
+        format!("{table}_meta")
+    }
+
+    /// One row per existing table among the history's tables in its schema, giving its name.
+    pub fn existing_history_sql(self, names: &HistoryNames) -> String {
+        let meta = Self::meta_table(&names.table);
+        let list = format!("{}, {}", self.literal(&names.table), self.literal(&meta));
+        let schema = |default: &str| {
+            names
+                .schema
+                .as_deref()
+                .map_or_else(|| default.to_string(), |s| self.literal(s))
+        };
+        match self {
+            Dialect::Sqlite => format!(
+                "SELECT name FROM {}.sqlite_master WHERE type = 'table' AND name IN ({list})",
+                names
+                    .schema
+                    .as_deref()
+                    .map_or_else(|| "main".to_string(), |s| self.ident(s))
+            ),
+            Dialect::Postgres => format!(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = {} AND table_name IN ({list})",
+                schema("current_schema()")
+            ),
+            Dialect::Mysql => format!(
+                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = {} AND table_name IN ({list})",
+                schema("DATABASE()")
+            ),
+        }
+    }
+
+    /// One row per existing table among `names`, giving its name.
+    pub fn existing_tables_sql(self, names: &[&str]) -> String {
+        let list: Vec<String> = names.iter().map(|n| self.literal(n)).collect();
+        let list = list.join(", ");
+        match self {
+            Dialect::Sqlite => {
+                format!("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({list})")
+            }
+            Dialect::Postgres => format!(
+                "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema() AND table_name IN ({list})"
+            ),
+            Dialect::Mysql => format!(
+                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE() AND table_name IN ({list})"
+            ),
+        }
+    }
+
+    pub fn create_history_sql(self, names: &HistoryNames) -> String {
+        format!(
+            "CREATE TABLE {t} (\n\
+             \x20 version BIGINT NOT NULL PRIMARY KEY,\n\
+             \x20 name VARCHAR(255) NOT NULL,\n\
+             \x20 checksum VARCHAR(64) NOT NULL,\n\
+             \x20 batch BIGINT NOT NULL,\n\
+             \x20 state VARCHAR(16) NOT NULL,\n\
+             \x20 applied_at {ts} NOT NULL,\n\
+             \x20 duration_ms BIGINT NOT NULL,\n\
+             \x20 applied_by VARCHAR(255) NOT NULL\n)",
+            t = names.history,
+            ts = self.timestamp_type(),
+        )
+    }
+
+    pub fn create_meta_sql(self, names: &HistoryNames) -> String {
+        format!(
+            "CREATE TABLE {m} (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, meta_value VARCHAR(255) NOT NULL);\n\
+             INSERT INTO {m} (meta_key, meta_value) VALUES ({k}, {v})",
+            m = names.meta,
+            k = self.literal(LAYOUT_KEY),
+            v = self.literal(&HISTORY_LAYOUT_VERSION.to_string()),
+        )
+    }
+
+    pub fn layout_sql(self, names: &HistoryNames) -> String {
+        format!(
+            "SELECT meta_value FROM {} WHERE meta_key = {}",
+            names.meta,
+            self.literal(LAYOUT_KEY)
+        )
+    }
+
+    pub fn select_history_sql(self, names: &HistoryNames) -> String {
+        format!(
+            "SELECT {}, name, checksum, {}, state, {}, {}, applied_by FROM {} ORDER BY version",
+            self.text("version"),
+            self.text("batch"),
+            self.timestamp_text("applied_at"),
+            self.text("duration_ms"),
+            names.history
+        )
+    }
+
+    pub fn change_sql(self, names: &HistoryNames, change: &HistoryChange) -> String {
+        let t = &names.history;
+        match change {
+            HistoryChange::Insert {
+                version,
+                name,
+                checksum,
+                batch,
+                state,
+                duration_ms,
+                applied_by,
+            } => format!(
+                "INSERT INTO {t} (version, name, checksum, batch, state, applied_at, duration_ms, applied_by) \
+                 VALUES ({version}, {}, {}, {batch}, {}, {}, {}, {})",
+                self.literal(name),
+                self.literal(checksum),
+                self.literal(state.as_str()),
+                self.now(),
+                duration_ms.map_or_else(|| self.elapsed_ms().to_string(), |d| d.to_string()),
+                self.literal(applied_by),
+            ),
+            HistoryChange::MarkApplied {
+                version,
+                duration_ms,
+            } => format!(
+                "UPDATE {t} SET state = 'applied', duration_ms = {duration_ms}, applied_at = {} \
+                 WHERE version = {version}",
+                self.now()
+            ),
+            HistoryChange::SetState { version, state } => format!(
+                "UPDATE {t} SET state = {} WHERE version = {version}",
+                self.literal(state.as_str())
+            ),
+            HistoryChange::SetChecksum { version, checksum } => format!(
+                "UPDATE {t} SET checksum = {} WHERE version = {version}",
+                self.literal(checksum)
+            ),
+            HistoryChange::Delete { version } => {
+                format!("DELETE FROM {t} WHERE version = {version}")
+            }
+        }
+    }
+
+    /// Rows of (kind, name) for every object `fresh` drops, in `schema` (`None`: the
+    /// session's current one).
+    pub fn list_objects_sql(self, schema: Option<&str>) -> String {
+        match self {
+            Dialect::Sqlite => {
+                "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') \
+                 AND name NOT LIKE 'sqlite_%'"
+                    .to_string()
+            }
+            Dialect::Postgres => {
+                let schema =
+                    schema.map_or_else(|| "current_schema()".to_string(), |s| self.literal(s));
+                format!(
+                    "SELECT CASE c.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' \
+                     WHEN 'S' THEN 'sequence' WHEN 'f' THEN 'foreign table' ELSE 'table' END, c.relname::text \
+                     FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                     WHERE n.nspname = {schema} AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f') \
+                     AND NOT c.relispartition \
+                     UNION ALL \
+                     SELECT 'type', t.typname::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace \
+                     WHERE n.nspname = {schema} AND (t.typtype IN ('e', 'd') OR (t.typtype = 'c' AND \
+                     (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c'))"
+                )
+            }
+            Dialect::Mysql => {
+                let schema = schema.map_or_else(|| "DATABASE()".to_string(), |s| self.literal(s));
+                format!(
+                    "SELECT CASE table_type WHEN 'VIEW' THEN 'view' ELSE 'table' END, CAST(table_name AS CHAR) \
+                     FROM information_schema.tables WHERE table_schema = {schema}"
+                )
+            }
+        }
+    }
+
+    /// One script dropping `objects` (of `schema`), views before tables, ignoring foreign keys.
+    pub fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String {
+        let mut statements = Vec::new();
+        if self == Dialect::Mysql {
+            statements.push("SET FOREIGN_KEY_CHECKS = 0".to_string());
+        }
+        if self == Dialect::Sqlite {
+            statements.push("PRAGMA foreign_keys = OFF".to_string());
+        }
+        for kind in [
+            "view",
+            "materialized view",
+            "table",
+            "foreign table",
+            "sequence",
+            "type",
+        ] {
+            let names: Vec<String> = objects
+                .iter()
+                .filter(|o| o.kind == kind)
+                .map(|o| match schema {
+                    // SQLite's `DROP ... main.t` is fine, but keep its statements plain.
+                    Some(schema) if self != Dialect::Sqlite => {
+                        format!("{}.{}", self.ident(schema), self.ident(&o.name))
+                    }
+                    _ => self.ident(&o.name),
+                })
+                .collect();
+            if names.is_empty() {
+                continue;
+            }
+            let keyword = kind.to_ascii_uppercase();
+            match self {
+                // SQLite drops one object per statement and has no CASCADE.
+                Dialect::Sqlite => statements.extend(
+                    names
+                        .iter()
+                        .map(|n| format!("DROP {keyword} IF EXISTS {n}")),
+                ),
+                Dialect::Postgres => statements.push(format!(
+                    "DROP {keyword} IF EXISTS {} CASCADE",
+                    names.join(", ")
+                )),
+                Dialect::Mysql => {
+                    statements.push(format!("DROP {keyword} IF EXISTS {}", names.join(", ")))
+                }
+            }
+        }
+        if self == Dialect::Mysql {
+            statements.push("SET FOREIGN_KEY_CHECKS = 1".to_string());
+        }
+        if self == Dialect::Sqlite {
+            statements.push("PRAGMA foreign_keys = ON".to_string());
+        }
+        statements.join(";\n")
+    }
+}
