@@ -8,7 +8,6 @@
 //! error instead of replacing it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -17,20 +16,16 @@ use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
 use crate::code::RustMigration;
 use crate::config::{validate_table_name, Config, LockWait};
-use crate::error::{Code, Error, ErrorKind, Result};
-use crate::events::{Event, EventSink, Warning};
+use crate::error::{Error, ErrorKind, Result};
+use crate::events::{Event, EventSink};
 use crate::history::AppliedMigration;
-use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseObservation, LeaseRequest};
+use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseRequest};
 use crate::lock::{
     acquire_session_lock, lease_table, resolve_strategy, LockTarget, Strategy, LOCK_NAME,
 };
-use crate::migration::{Direction, Migration, StepFormat};
+use crate::migration::{Direction, Migration};
 use crate::plan::{self, Command, PlanOptions};
-use crate::report::{
-    ForceUnlockReport, LockReport, LockState, Operation, Preview, PreviewStep, RunReport,
-    StatusReport,
-};
-use crate::source::load_sources;
+use crate::report::{Operation, Preview, PreviewStep, RunReport};
 
 /// What `resolve` records after an operator fixed a migration by hand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,148 +149,6 @@ impl Migrator {
 
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// Loads and validates every migration, touching no database.
-    pub fn load(&self) -> Result<Vec<Migration>> {
-        let sources: Vec<_> = (self.config.directories.iter())
-            .map(|dir| (dir.clone(), self.config.layouts.get(dir).copied()))
-            .collect();
-        let loaded = load_sources(&sources)?;
-        for skipped in loaded.skipped {
-            self.events.emit(Event::Warning(Warning {
-                code: Code::SkippedFile,
-                message: format!(
-                    "{} was not loaded: {}",
-                    skipped.path.display(),
-                    skipped.reason
-                ),
-            }));
-        }
-        let mut migrations = loaded.migrations;
-        for extra in &self.extra {
-            if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
-                return Err(Error::invalid(
-                    PathBuf::from(&extra.origin),
-                    format!(
-                        "two migrations have version {}: `{}` and `{}`; give one of them a new version",
-                        extra.version, existing.origin, extra.origin
-                    ),
-                ));
-            }
-            migrations.push(extra.clone());
-        }
-        migrations.sort_by_key(|m| m.version);
-        self.check_formats(&migrations)?;
-        self.read_as_their_database_would(&mut migrations)?;
-        Ok(migrations)
-    }
-
-    /// Reads each step as the database it runs on would: a SQL file that controls its own
-    /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
-    /// empty or comment-only down step reverses nothing; a MySQL `DELIMITER` script must
-    /// split cleanly. Every malformed script is reported at once, before anything runs.
-    fn read_as_their_database_would(&self, migrations: &mut [Migration]) -> Result<()> {
-        use crate::source::sql::{self as tokens, SqlDialect};
-        let mut problems = Vec::new();
-        for migration in migrations.iter_mut() {
-            let kind = self
-                .config
-                .connection_url(&migration.connection)
-                .ok()
-                .and_then(|url| BackendKind::from_url(url).ok());
-            let dialect = match (migration.format, kind) {
-                (StepFormat::Sql, Some(BackendKind::Postgres)) => SqlDialect::Postgres,
-                (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
-                (StepFormat::Sql, Some(BackendKind::Sqlite)) => SqlDialect::Sqlite,
-                (StepFormat::MongoCommands, _) => {
-                    migration.down_is_blank =
-                        (migration.down.as_deref()).is_some_and(crate::source::is_blank_commands);
-                    continue;
-                }
-                _ => continue,
-            };
-            for (direction, text) in [
-                (Direction::Up, Some(&migration.up)),
-                (Direction::Down, migration.down.as_ref()),
-            ] {
-                let Some(text) = text else { continue };
-                if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
-                    if let Err(reason) = tokens::mysql_client_statements(text) {
-                        problems.push(crate::error::Problem {
-                            file: PathBuf::from(&migration.origin),
-                            reason: format!(
-                                "{direction} step: its DELIMITER script does not split: {reason}"
-                            ),
-                        });
-                    }
-                }
-                if migration.own_transaction.is_none() {
-                    if let Some(control) = tokens::transaction_control(text, dialect) {
-                        migration.own_transaction = Some(format!(
-                            "`{}` at line {} of the {direction} step",
-                            control.keyword, control.line
-                        ));
-                        migration.transactional = false;
-                    }
-                }
-            }
-            migration.down_is_blank =
-                (migration.down.as_deref()).is_some_and(|down| tokens::is_blank(down, dialect));
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::new(ErrorKind::InvalidMigration { problems }))
-        }
-    }
-
-    /// Every connection a migration names must have a URL: refuse before anything runs,
-    /// rather than stop half-way.
-    fn check_connections(&self, migrations: &[Migration]) -> Result<()> {
-        for migration in migrations {
-            if migration.connection == self.config.history_connection {
-                continue; // checked with the rest of the configuration
-            }
-            self.config
-                .connection_url(&migration.connection)
-                .map_err(|e| Error::invalid(&migration.origin, e.to_string()))?;
-        }
-        Ok(())
-    }
-
-    /// A JSON command migration cannot run on a SQL database, nor SQL on MongoDB: refuse
-    /// before any database is touched.
-    fn check_formats(&self, migrations: &[Migration]) -> Result<()> {
-        for migration in migrations {
-            let Ok(url) = self.config.connection_url(&migration.connection) else {
-                continue; // reported when the connection is needed
-            };
-            let Ok(kind) = BackendKind::from_url(url) else {
-                continue;
-            };
-            #[cfg(test)]
-            if kind == BackendKind::Memory {
-                continue;
-            }
-            if migration.format != StepFormat::Rust && kind.step_format() != migration.format {
-                return Err(Error::invalid(
-                    PathBuf::from(&migration.origin),
-                    format!(
-                        "is a {} migration but connection `{}` is {}; MongoDB migrations are \
-                         `.json` command files, SQL databases take `.sql` files",
-                        match migration.format {
-                            StepFormat::Sql => "SQL",
-                            StepFormat::MongoCommands => "MongoDB (JSON)",
-                            StepFormat::Rust => "Rust",
-                        },
-                        migration.connection,
-                        kind.name()
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// Applies every pending migration, in version order, as one new batch.
@@ -606,124 +459,6 @@ impl Migrator {
         })
     }
 
-    /// Every migration's state, and the lock's. Takes no lock and creates nothing.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// let status = migrator.status().await?;
-    /// assert_eq!(status.migrations[0].state, dirthara::plan::MigrationState::Pending);
-    /// assert!(matches!(status.lock.state, dirthara::LockState::Off));
-    /// # Ok(()) }
-    /// ```
-    pub async fn status(&self) -> Result<StatusReport> {
-        let available = self.load()?;
-        let mut history = self.connect_history("status").await?;
-        let result = async {
-            let applied = history
-                .read_history(&self.config.history_table)
-                .await?
-                .unwrap_or_default();
-            let lock = self.lock_report(history.as_mut()).await;
-            Ok(StatusReport {
-                migrations: plan::status(&available, &applied),
-                lock,
-            })
-        }
-        .await;
-        history.close().await;
-        result
-    }
-
-    /// The lock's state and holder; never changes it. When the lock cannot be inspected,
-    /// the state is [`LockState::Unknown`] with the reason, not an error.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// let lock = migrator.lock_status().await?;
-    /// assert_eq!(lock.name, "dirthara:migrations");
-    /// # Ok(()) }
-    /// ```
-    pub async fn lock_status(&self) -> Result<LockReport> {
-        self.config.validate()?;
-        let mut history = self.connect_history("unlock").await?;
-        let report = self.lock_report(history.as_mut()).await;
-        history.close().await;
-        Ok(report)
-    }
-
-    /// Releases the lock unconditionally, ending the holder's session(s); a no-op that
-    /// succeeds when the lock is free. Fails when the lock cannot be inspected: releasing
-    /// blind could delete a live holder's lease.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// // On a free lock (or, as here, with locking off) it is a successful no-op.
-    /// assert!(migrator.force_unlock().await?.released.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn force_unlock(&self) -> Result<ForceUnlockReport> {
-        self.config.validate()?;
-        let mut history = self.connect_history("unlock").await?;
-        let result = async {
-            let (strategy, lock) = self.inspect_lock(history.as_mut()).await?;
-            let released = match (&lock.state, strategy) {
-                (LockState::Held { .. }, Some(Strategy::Session)) => match history.session_lock() {
-                    Some(session_lock) => {
-                        session_lock
-                            .force_unlock(&self.config.history_table)
-                            .await?
-                    }
-                    None => Vec::new(),
-                },
-                (
-                    LockState::Held { holder, .. } | LockState::Stale { holder },
-                    Some(Strategy::Lease),
-                ) => {
-                    let mut store = history.open_lease_store(&self.lease_table()).await?;
-                    let deleted = store.force_release().await;
-                    store.close().await;
-                    if deleted? {
-                        vec![format!("deleted the lease held by {holder}")]
-                    } else {
-                        Vec::new()
-                    }
-                }
-                _ => Vec::new(),
-            };
-            Ok(ForceUnlockReport { lock, released })
-        }
-        .await;
-        history.close().await;
-        result
-    }
-
     fn plan_options(&self) -> PlanOptions {
         PlanOptions {
             strict: self.config.strict,
@@ -771,88 +506,6 @@ impl Migrator {
         let result = history.read_history(&self.config.history_table).await;
         history.close().await;
         Ok(result?.unwrap_or_default())
-    }
-
-    /// The lock as `status` and `unlock` show it: a failed inspection is reported as the
-    /// state `unknown` with its reason, so the rest of the command still answers.
-    async fn lock_report(&self, history: &mut dyn Backend) -> LockReport {
-        match self.inspect_lock(history).await {
-            Ok((_, report)) => report,
-            Err(error) => {
-                let connection = self.config.history_connection.clone();
-                let strategy = resolve_strategy(self.config.locking, history.kind(), &connection)
-                    .map_or("none", Strategy::name);
-                let reason = match error.kind() {
-                    // The head of the report already names the lock and the connection.
-                    ErrorKind::LockFailed { reason, .. } => reason.clone(),
-                    _ => error.to_string(),
-                };
-                LockReport {
-                    name: LOCK_NAME.to_string(),
-                    connection,
-                    strategy: strategy.to_string(),
-                    state: LockState::Unknown {
-                        reason: format!("[{}] {reason}", error.code()),
-                    },
-                }
-            }
-        }
-    }
-
-    /// The lock's state, and the strategy that governs it (`None`: the backend cannot lock).
-    async fn inspect_lock(
-        &self,
-        history: &mut dyn Backend,
-    ) -> Result<(Option<Strategy>, LockReport)> {
-        let connection = self.config.history_connection.clone();
-        let strategy = match resolve_strategy(self.config.locking, history.kind(), &connection) {
-            Ok(strategy) => strategy,
-            Err(error) if error.code() == crate::Code::MigrationLockFailed => {
-                let report = LockReport {
-                    name: LOCK_NAME.to_string(),
-                    connection,
-                    strategy: "none".to_string(),
-                    state: LockState::Unsupported {
-                        reason: format!(
-                            "{} has no lock to inspect; runs need --no-lock (`locking = false`) or \
-                             --locking lease",
-                            history.kind().name()
-                        ),
-                    },
-                };
-                return Ok((None, report));
-            }
-            Err(error) => return Err(error),
-        };
-        let state = match strategy {
-            Strategy::Off => LockState::Off,
-            Strategy::Session => {
-                let holder = match history.session_lock() {
-                    Some(lock) => lock.holder(&self.config.history_table).await?,
-                    None => None,
-                };
-                match holder {
-                    Some(holder) => LockState::Held {
-                        holder,
-                        malformed: false,
-                    },
-                    None => LockState::Free,
-                }
-            }
-            Strategy::Lease => {
-                let mut store = history.open_lease_store(&self.lease_table()).await?;
-                let observed = store.observe().await;
-                store.close().await;
-                lease_state(observed?)
-            }
-        };
-        let report = LockReport {
-            name: LOCK_NAME.to_string(),
-            connection,
-            strategy: strategy.name().to_string(),
-            state,
-        };
-        Ok((Some(strategy), report))
     }
 
     /// Connects the history connection and takes the lock: the first thing done on the database.
@@ -937,32 +590,8 @@ impl Migrator {
     }
 }
 
-/// How a lease looks to `status` and `unlock`; a malformed one counts as held.
-fn lease_state(observed: LeaseObservation) -> LockState {
-    match observed {
-        LeaseObservation::Free => LockState::Free,
-        LeaseObservation::Held { record, remaining } => LockState::Held {
-            holder: record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))),
-            malformed: false,
-        },
-        LeaseObservation::Malformed { record } => LockState::Held {
-            holder: record.holder(Some(
-                "its expiry is missing or not a date: held until `dirthara unlock --force`".into(),
-            )),
-            malformed: true,
-        },
-        LeaseObservation::Stale {
-            record,
-            expired_for,
-        } => LockState::Stale {
-            holder: record.holder(Some(format!(
-                "lease expired {}s ago; the next runner takes it",
-                expired_for.as_secs()
-            ))),
-        },
-    }
-}
-
+mod inspect;
+mod load;
 mod session;
 
 use session::Session;

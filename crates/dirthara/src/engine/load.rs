@@ -1,0 +1,155 @@
+//! Loading a command's migrations, touching no database: the configured directories and the
+//! migrations given in code, each read as the database it runs on would read it.
+
+use std::path::PathBuf;
+
+use super::Migrator;
+use crate::backend::BackendKind;
+use crate::error::{Code, Error, ErrorKind, Result};
+use crate::events::{Event, Warning};
+use crate::migration::{Direction, Migration, StepFormat};
+use crate::source::load_sources;
+
+impl Migrator {
+    /// Loads and validates every migration, touching no database.
+    pub fn load(&self) -> Result<Vec<Migration>> {
+        let sources: Vec<_> = (self.config.directories.iter())
+            .map(|dir| (dir.clone(), self.config.layouts.get(dir).copied()))
+            .collect();
+        let loaded = load_sources(&sources)?;
+        for skipped in loaded.skipped {
+            self.events.emit(Event::Warning(Warning {
+                code: Code::SkippedFile,
+                message: format!(
+                    "{} was not loaded: {}",
+                    skipped.path.display(),
+                    skipped.reason
+                ),
+            }));
+        }
+        let mut migrations = loaded.migrations;
+        for extra in &self.extra {
+            if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
+                return Err(Error::invalid(
+                    PathBuf::from(&extra.origin),
+                    format!(
+                        "two migrations have version {}: `{}` and `{}`; give one of them a new version",
+                        extra.version, existing.origin, extra.origin
+                    ),
+                ));
+            }
+            migrations.push(extra.clone());
+        }
+        migrations.sort_by_key(|m| m.version);
+        self.check_formats(&migrations)?;
+        self.read_as_their_database_would(&mut migrations)?;
+        Ok(migrations)
+    }
+
+    /// Reads each step as the database it runs on would: a SQL file that controls its own
+    /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
+    /// empty or comment-only down step reverses nothing; a MySQL `DELIMITER` script must
+    /// split cleanly. Every malformed script is reported at once, before anything runs.
+    fn read_as_their_database_would(&self, migrations: &mut [Migration]) -> Result<()> {
+        use crate::source::sql::{self as tokens, SqlDialect};
+        let mut problems = Vec::new();
+        for migration in migrations.iter_mut() {
+            let kind = self
+                .config
+                .connection_url(&migration.connection)
+                .ok()
+                .and_then(|url| BackendKind::from_url(url).ok());
+            let dialect = match (migration.format, kind) {
+                (StepFormat::Sql, Some(BackendKind::Postgres)) => SqlDialect::Postgres,
+                (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
+                (StepFormat::Sql, Some(BackendKind::Sqlite)) => SqlDialect::Sqlite,
+                (StepFormat::MongoCommands, _) => {
+                    migration.down_is_blank =
+                        (migration.down.as_deref()).is_some_and(crate::source::is_blank_commands);
+                    continue;
+                }
+                _ => continue,
+            };
+            for (direction, text) in [
+                (Direction::Up, Some(&migration.up)),
+                (Direction::Down, migration.down.as_ref()),
+            ] {
+                let Some(text) = text else { continue };
+                if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
+                    if let Err(reason) = tokens::mysql_client_statements(text) {
+                        problems.push(crate::error::Problem {
+                            file: PathBuf::from(&migration.origin),
+                            reason: format!(
+                                "{direction} step: its DELIMITER script does not split: {reason}"
+                            ),
+                        });
+                    }
+                }
+                if migration.own_transaction.is_none() {
+                    if let Some(control) = tokens::transaction_control(text, dialect) {
+                        migration.own_transaction = Some(format!(
+                            "`{}` at line {} of the {direction} step",
+                            control.keyword, control.line
+                        ));
+                        migration.transactional = false;
+                    }
+                }
+            }
+            migration.down_is_blank =
+                (migration.down.as_deref()).is_some_and(|down| tokens::is_blank(down, dialect));
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::InvalidMigration { problems }))
+        }
+    }
+
+    /// Every connection a migration names must have a URL: refuse before anything runs,
+    /// rather than stop half-way.
+    pub(super) fn check_connections(&self, migrations: &[Migration]) -> Result<()> {
+        for migration in migrations {
+            if migration.connection == self.config.history_connection {
+                continue; // checked with the rest of the configuration
+            }
+            self.config
+                .connection_url(&migration.connection)
+                .map_err(|e| Error::invalid(&migration.origin, e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    /// A JSON command migration cannot run on a SQL database, nor SQL on MongoDB: refuse
+    /// before any database is touched.
+    fn check_formats(&self, migrations: &[Migration]) -> Result<()> {
+        for migration in migrations {
+            let Ok(url) = self.config.connection_url(&migration.connection) else {
+                continue; // reported when the connection is needed
+            };
+            let Ok(kind) = BackendKind::from_url(url) else {
+                continue;
+            };
+            #[cfg(test)]
+            if kind == BackendKind::Memory {
+                continue;
+            }
+            if migration.format != StepFormat::Rust && kind.step_format() != migration.format {
+                return Err(Error::invalid(
+                    PathBuf::from(&migration.origin),
+                    format!(
+                        "is a {} migration but connection `{}` is {}; MongoDB migrations are \
+                         `.json` command files, SQL databases take `.sql` files",
+                        match migration.format {
+                            StepFormat::Sql => "SQL",
+                            StepFormat::MongoCommands => "MongoDB (JSON)",
+                            StepFormat::Rust => "Rust",
+                        },
+                        migration.connection,
+                        kind.name()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
