@@ -109,14 +109,7 @@ impl AdoptSource {
     /// `--from-table` must be a plain identifier: it is spliced into SQL (quoted).
     pub fn check(&self) -> Result<()> {
         let name = self.table();
-        let ok = !name.is_empty()
-            && name.len() <= 63
-            && name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if ok {
+        if crate::config::is_plain_identifier(name, 63) {
             Ok(())
         } else {
             Err(Error::config(format!(

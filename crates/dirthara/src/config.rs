@@ -413,6 +413,18 @@ fn duration_value(value: &toml::Value) -> Option<Duration> {
     }
 }
 
+/// A name safe to splice into SQL (quoted) on every dialect: letters, digits and `_`,
+/// starting with a letter or `_`, at most `max_len` long.
+pub(crate) fn is_plain_identifier(name: &str, max_len: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= max_len
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// History table names are spliced into SQL, so they are plain identifiers.
 /// A TOML error, which quotes the offending line: when that line holds a URL with a
 /// password, the error says where instead of quoting it.
@@ -435,14 +447,7 @@ fn toml_error(origin: &str, text: &str, error: &toml::de::Error) -> Error {
 }
 
 pub(crate) fn validate_table_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 48
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
+    if is_plain_identifier(name, 48) {
         Ok(())
     } else {
         Err(Error::config(format!(
