@@ -8,7 +8,6 @@ use clap::CommandFactory;
 use dirthara::{Command as Plan, Error, ErrorKind, Migrator, Resolution, RollbackScope};
 use tokio::sync::watch;
 
-use crate::cli::OutputFormat;
 use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
 use crate::render::Renderer;
 use crate::scaffold::{create_migration, Template};
@@ -103,8 +102,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
                 PreviewCommand::Fresh => Plan::Fresh,
                 PreviewCommand::Baseline(args) => {
                     let source = adopt_source(&args.from, args.from_table.clone());
-                    let report = migrator.preview_baseline_from(&source).await?;
-                    render_adoption(&renderer, &report);
+                    renderer.adoption(&migrator.preview_baseline_from(&source).await?);
                     return Ok(());
                 }
             };
@@ -131,7 +129,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
         Command::Baseline(args) => match (args.target, args.from.from) {
             (_, Some(tool)) => {
                 let source = adopt_source(&tool, args.from.from_table);
-                render_adoption(&renderer, &migrator.baseline_from(&source).await?);
+                renderer.adoption(&migrator.baseline_from(&source).await?);
             }
             (Some(target), None) => renderer.run(&migrator.baseline(target).await?),
             (None, None) => unreachable!("clap requires VERSION or --from"),
@@ -230,57 +228,4 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), Error> {
 fn adopt_source(tool: &str, table: Option<String>) -> dirthara::adopt::AdoptSource {
     let tool = dirthara::adopt::Tool::parse(tool).expect("clap only accepts known tools");
     dirthara::adopt::AdoptSource { tool, table }
-}
-
-/// `baseline --from` and its preview: the records, then the notes (stderr), then a summary.
-fn render_adoption(renderer: &Renderer, report: &dirthara::adopt::AdoptionReport) {
-    let mut out = std::io::stdout().lock();
-    match renderer.format {
-        OutputFormat::Json => {
-            let _ = writeln!(
-                out,
-                "{}",
-                serde_json::to_string_pretty(report).unwrap_or_default()
-            );
-            return;
-        }
-        OutputFormat::Ndjson => {
-            let mut doc = serde_json::to_value(report).unwrap_or_default();
-            if let Some(map) = doc.as_object_mut() {
-                map.insert("event".into(), "result".into());
-            }
-            let _ = writeln!(out, "{doc}");
-            return;
-        }
-        OutputFormat::Human => {}
-    }
-    // A preview is the answer itself, so it prints even with --quiet (as `preview` does).
-    if renderer.quiet && !report.preview {
-        return;
-    }
-    let what = if report.preview {
-        "would record as applied"
-    } else {
-        "recorded as applied (not run)"
-    };
-    for record in &report.recorded {
-        let _ = writeln!(out, "{what} {} {}", record.version, record.name);
-    }
-    for note in &report.notes {
-        eprintln!("note: {note}");
-    }
-    let source = format!("{}'s `{}`", report.from, report.table);
-    let summary = match (report.recorded.len(), report.preview) {
-        (0, _) => format!("Nothing to adopt from {source}."),
-        (n, true) => format!(
-            "Would adopt {n} migration(s) from {source} as batch {}; nothing was changed.",
-            report.batch.unwrap_or_default()
-        ),
-        (n, false) => format!(
-            "Adopted {n} migration(s) from {source} as batch {}; {} was left as it was.",
-            report.batch.unwrap_or_default(),
-            report.table
-        ),
-    };
-    let _ = writeln!(out, "{summary}");
 }

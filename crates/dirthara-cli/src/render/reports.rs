@@ -1,0 +1,259 @@
+//! The result of a command that succeeded: one JSON document (`--output json`), a last
+//! `"event": "result"` line (`--output ndjson`), or lines and tables for people.
+
+use dirthara::adopt::AdoptionReport;
+use dirthara::report::{
+    ForceUnlockReport, LockReport, LockState, Operation, Preview, RunReport, StatusReport,
+};
+use dirthara::Direction;
+
+use super::{stderr_line, stdout_line, warning_line, Renderer};
+use crate::cli::OutputFormat;
+
+impl Renderer {
+    pub fn run(&self, report: &RunReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(report),
+            OutputFormat::Ndjson => return self.ndjson_result(report),
+            OutputFormat::Human => {}
+        }
+        if self.quiet {
+            return;
+        }
+        for step in &report.recorded {
+            let what = match (report.operation, step.direction) {
+                (Operation::Resolve, Direction::Down) => "recorded as rolled back",
+                (Operation::Resolve, Direction::Up) => "resolved",
+                _ => "recorded as applied (not run)",
+            };
+            stdout_line(&format!("{what} {} {}", step.version, step.name));
+        }
+        let summary = match (
+            report.applied.len(),
+            report.reverted.len(),
+            report.recorded.len(),
+        ) {
+            (0, 0, 0) => match report.operation {
+                Operation::Migrate | Operation::To => {
+                    "Nothing to migrate: the database is up to date.".to_string()
+                }
+                Operation::Rollback => "Nothing to roll back.".to_string(),
+                _ => "Nothing to do.".to_string(),
+            },
+            (applied, reverted, recorded) => {
+                let mut parts = Vec::new();
+                if reverted > 0 {
+                    parts.push(format!("reverted {reverted}"));
+                }
+                if applied > 0 {
+                    parts.push(format!(
+                        "applied {applied} in batch {}",
+                        report.batch.unwrap_or_default()
+                    ));
+                }
+                if recorded > 0 {
+                    parts.push(format!("recorded {recorded}"));
+                }
+                let mut text = parts.join(", ");
+                text[..1].make_ascii_uppercase();
+                format!("{text}.")
+            }
+        };
+        stdout_line(&summary);
+    }
+
+    pub fn preview(&self, preview: &Preview) {
+        match self.format {
+            OutputFormat::Json => return self.json(preview),
+            OutputFormat::Ndjson => return self.ndjson_result(preview),
+            OutputFormat::Human => {}
+        }
+        stderr_line(&format!("note: {}", preview.notice));
+        for warning in &preview.warnings {
+            stderr_line(&warning_line(warning));
+        }
+        for (connection, sql) in &preview.init_sql {
+            stdout_line(&format!(
+                "-- init_sql on every session of connection {connection}:\n{}\n",
+                sql.trim_end()
+            ));
+        }
+        if preview.drop_all {
+            stdout_line(
+                "-- drop every table, view and sequence of the history connection's database",
+            );
+        }
+        if preview.steps.is_empty() && !preview.drop_all {
+            stdout_line(&format!("`{}` would do nothing.", preview.operation));
+            return;
+        }
+        for step in &preview.steps {
+            let mut notes = vec![format!("connection {}", step.connection)];
+            notes.push(match &step.own_transaction {
+                Some(control) => format!("manages its own transaction: {control}"),
+                None if step.transactional => "in a transaction".into(),
+                None => "no transaction".into(),
+            });
+            if step.reverses_nothing {
+                notes.push("reverses nothing: empty down step".into());
+            }
+            if step.out_of_order {
+                notes.push("OUT OF ORDER".into());
+            }
+            stdout_line(&format!(
+                "-- {} {} {} ({})",
+                step.direction,
+                step.version,
+                step.name,
+                notes.join(", ")
+            ));
+            stdout_line(step.sql.trim_end());
+            stdout_line("");
+        }
+    }
+
+    pub fn status(&self, status: &StatusReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(status),
+            OutputFormat::Ndjson => return self.ndjson_result(status),
+            OutputFormat::Human => {}
+        }
+        if status.migrations.is_empty() {
+            stdout_line("No migrations found.");
+        } else {
+            let rows: Vec<[String; 5]> = status
+                .migrations
+                .iter()
+                .map(|m| {
+                    let mut state = serde_json::to_value(m.state)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    if m.out_of_order {
+                        state.push_str(" (out of order)");
+                    }
+                    if m.own_transaction.is_some() {
+                        state.push_str(" (manages its own transaction)");
+                    }
+                    [
+                        m.version.to_string(),
+                        m.name.clone(),
+                        state,
+                        m.batch.map(|b| b.to_string()).unwrap_or_default(),
+                        m.applied_at.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            let header = ["VERSION", "NAME", "STATE", "BATCH", "APPLIED AT"].map(String::from);
+            let mut widths = header.clone().map(|h| h.len());
+            for row in &rows {
+                for (w, cell) in widths.iter_mut().zip(row) {
+                    *w = (*w).max(cell.len());
+                }
+            }
+            for row in std::iter::once(&header).chain(&rows) {
+                let cells: Vec<String> = row
+                    .iter()
+                    .zip(widths)
+                    .map(|(cell, w)| format!("{cell:<w$}"))
+                    .collect();
+                stdout_line(cells.join("  ").trim_end());
+            }
+        }
+        stdout_line("");
+        stdout_line(&lock_line(&status.lock));
+    }
+
+    pub fn lock(&self, lock: &LockReport) {
+        match self.format {
+            OutputFormat::Json => self.json(lock),
+            OutputFormat::Ndjson => self.ndjson_result(lock),
+            OutputFormat::Human => stdout_line(&lock_line(lock)),
+        }
+    }
+
+    pub fn force_unlock(&self, report: &ForceUnlockReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(report),
+            OutputFormat::Ndjson => return self.ndjson_result(report),
+            OutputFormat::Human => {}
+        }
+        if report.released.is_empty() {
+            stdout_line(&format!("{}\nNothing to release.", lock_line(&report.lock)));
+        } else {
+            for what in &report.released {
+                stdout_line(&format!("released lock `{}`: {what}", report.lock.name));
+            }
+        }
+    }
+
+    pub fn created(&self, paths: &[std::path::PathBuf]) {
+        let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        match self.format {
+            OutputFormat::Human => {
+                for p in &paths {
+                    stdout_line(&format!("created {p}"));
+                }
+            }
+            OutputFormat::Json => stdout_line(&serde_json::json!({ "created": paths }).to_string()),
+            OutputFormat::Ndjson => {
+                stdout_line(&serde_json::json!({ "event": "result", "created": paths }).to_string())
+            }
+        }
+    }
+
+    /// `baseline --from` and its preview: the records, then the notes (stderr), then a summary.
+    pub fn adoption(&self, report: &AdoptionReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(report),
+            OutputFormat::Ndjson => return self.ndjson_result(report),
+            OutputFormat::Human => {}
+        }
+        // A preview is the answer itself, so it prints even with --quiet (as `preview` does).
+        if self.quiet && !report.preview {
+            return;
+        }
+        let what = if report.preview {
+            "would record as applied"
+        } else {
+            "recorded as applied (not run)"
+        };
+        for record in &report.recorded {
+            stdout_line(&format!("{what} {} {}", record.version, record.name));
+        }
+        for note in &report.notes {
+            stderr_line(&format!("note: {note}"));
+        }
+        let source = format!("{}'s `{}`", report.from, report.table);
+        let summary = match (report.recorded.len(), report.preview) {
+            (0, _) => format!("Nothing to adopt from {source}."),
+            (n, true) => format!(
+                "Would adopt {n} migration(s) from {source} as batch {}; nothing was changed.",
+                report.batch.unwrap_or_default()
+            ),
+            (n, false) => format!(
+                "Adopted {n} migration(s) from {source} as batch {}; {} was left as it was.",
+                report.batch.unwrap_or_default(),
+                report.table
+            ),
+        };
+        stdout_line(&summary);
+    }
+}
+
+fn lock_line(lock: &LockReport) -> String {
+    let head = format!(
+        "lock `{}` on `{}` ({}):",
+        lock.name, lock.connection, lock.strategy
+    );
+    match &lock.state {
+        LockState::Free => format!("{head} free"),
+        LockState::Held { holder, .. } => format!("{head} held by {holder}"),
+        LockState::Stale { holder } => {
+            format!("{head} stale (lease expired), last held by {holder}")
+        }
+        LockState::Unsupported { reason } => format!("{head} none: {reason}"),
+        LockState::Off => format!("{head} off (locking = false)"),
+        LockState::Unknown { reason } => format!("{head} state unknown: {reason}"),
+    }
+}
