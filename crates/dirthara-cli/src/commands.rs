@@ -5,10 +5,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use clap::CommandFactory;
-use dirthara::{Command as Plan, Error, ErrorKind, Migrator, Resolution, RollbackScope};
+use clap_complete::Generator;
+use dirthara::{Command as Plan, Migrator, Resolution, RollbackScope};
 use tokio::sync::watch;
 
 use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
+use crate::error::{CliError, IoAction, NotConfirmed};
 use crate::render::Renderer;
 use crate::scaffold::{create_migration, Template};
 use crate::settings::{build_config, new_migration_dir};
@@ -21,7 +23,7 @@ pub enum Signal {
 
 /// A failed command: its error, and the signal that stopped it, if one did.
 pub struct Failure {
-    pub error: Error,
+    pub error: CliError,
     pub signal: Option<Signal>,
 }
 
@@ -38,24 +40,19 @@ pub async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure> {
     })
 }
 
-async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), Error> {
+async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), CliError> {
     match &cli.command {
         Command::Completions { shell } => {
             let mut command = Cli::command();
-            clap_complete::generate(*shell, &mut command, "dirthara", &mut std::io::stdout());
-            return Ok(());
+            command.set_bin_name("dirthara");
+            command.build();
+            return write_document("the completion script", |out| {
+                shell.try_generate(&command, out)
+            });
         }
         Command::Man => {
             let page = clap_mangen::Man::new(Cli::command());
-            return match page.render(&mut std::io::stdout()) {
-                // `dirthara man | head` closes the pipe early: not an error.
-                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-                    Err(Error::new(ErrorKind::Config {
-                        message: format!("cannot write the manual page: {e}"),
-                    }))
-                }
-                _ => Ok(()),
-            };
+            return write_document("the manual page", |out| page.render(out));
         }
         Command::New {
             name,
@@ -141,6 +138,22 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
     Ok(())
 }
 
+/// Writes a generated document (manual page, completion script) to stdout.
+fn write_document(
+    what: &'static str,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    // Flushed here, so a failure of the last bytes is reported too, not lost at exit.
+    match write(&mut out).and_then(|()| out.flush()) {
+        // `dirthara man | head` closes the pipe early: not an error.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::io(IoAction::WriteStdout(what))(e))
+        }
+        _ => Ok(()),
+    }
+}
+
 fn rollback_scope(args: &RollbackArgs) -> RollbackScope {
     match (args.steps, args.to, args.all) {
         (Some(n), _, _) => RollbackScope::Steps(n as usize),
@@ -195,33 +208,26 @@ fn watch_signals(signal: Arc<AtomicU8>) -> watch::Receiver<bool> {
 }
 
 /// `fresh` destroys data: ask on a terminal, insist on --force elsewhere.
-fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), Error> {
+fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), NotConfirmed> {
     if force {
         return Ok(());
     }
     let config = migrator.config();
-    let target = config
+    let database = config
         .connection_url(&config.history_connection)
         .map(dirthara::backend::redact_url)
         .unwrap_or_else(|_| config.history_connection.clone());
     if !std::io::stdin().is_terminal() {
-        return Err(Error::new(ErrorKind::Config {
-            message: format!(
-                "`fresh` drops every table of {target}; there is no terminal to confirm on, so pass \
-                 --force to confirm"
-            ),
-        }));
+        return Err(NotConfirmed::NoTerminal { database });
     }
-    eprint!("`fresh` drops EVERY table of {target}, then migrates from scratch. Type `yes` to continue: ");
+    eprint!("`fresh` drops EVERY table of {database}, then migrates from scratch. Type `yes` to continue: ");
     let _ = std::io::stderr().flush();
     let mut answer = String::new();
     let _ = std::io::stdin().lock().read_line(&mut answer);
     if answer.trim() == "yes" {
         Ok(())
     } else {
-        Err(Error::new(ErrorKind::Config {
-            message: "`fresh` was not confirmed; nothing was changed".into(),
-        }))
+        Err(NotConfirmed::Declined)
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod cli;
 mod commands;
+mod error;
 mod render;
 mod scaffold;
 mod settings;
@@ -24,7 +25,7 @@ fn main() -> ExitCode {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
+            renderer.error(&error::CliError::io(error::IoAction::StartRuntime)(e));
             return ExitCode::FAILURE;
         }
     };
@@ -40,9 +41,9 @@ fn main() -> ExitCode {
 
 /// 1 for every error; 130 / 143 when a SIGINT / SIGTERM interrupted the run.
 fn exit_code(failure: &commands::Failure) -> ExitCode {
-    match (failure.error.code(), failure.signal) {
-        (dirthara::Code::Interrupted, Some(commands::Signal::Terminate)) => ExitCode::from(143),
-        (dirthara::Code::Interrupted, _) => ExitCode::from(130),
-        _ => ExitCode::FAILURE,
+    match (failure.error.is_interrupted(), failure.signal) {
+        (true, Some(commands::Signal::Terminate)) => ExitCode::from(143),
+        (true, _) => ExitCode::from(130),
+        (false, _) => ExitCode::FAILURE,
     }
 }

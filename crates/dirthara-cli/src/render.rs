@@ -8,10 +8,10 @@ mod reports;
 use std::io::Write;
 
 use anstyle::Style;
-use dirthara::Error;
 use serde::Serialize;
 
 use crate::cli::OutputFormat;
+use crate::error::CliError;
 
 #[derive(Debug, Clone, Copy)]
 pub struct Renderer {
@@ -69,31 +69,15 @@ impl Renderer {
         stdout_line(&doc.to_string());
     }
 
-    /// `Error [CODE]: message`, with any secondary failure under it.
-    pub fn error(&self, error: &Error) {
+    /// `Error [CODE]: message`, with any secondary failure and what was completed under it.
+    pub fn error(&self, error: &CliError) {
         let mut text = format!(
             "{} [{}]: {error}",
             paint("Error", ERROR_STYLE),
             error.code()
         );
-        let mut secondary = error.secondary();
-        while let Some(next) = secondary {
-            text.push_str(&format!(
-                "\n  while cleaning up, also: Error [{}]: {next}",
-                next.code()
-            ));
-            secondary = next.secondary();
-        }
-        if !error.completed().is_empty() {
-            let done: Vec<String> = error
-                .completed()
-                .iter()
-                .map(|s| format!("{} {} {}", s.direction, s.version, s.name))
-                .collect();
-            text.push_str(&format!(
-                "\n  completed and recorded before the error: {}",
-                done.join(", ")
-            ));
+        if let CliError::Library(error) = error {
+            text.push_str(&library_error_details(error));
         }
         stderr_line(&text);
         // Programs get the same facts as fields: one document, in place of the result.
@@ -105,4 +89,30 @@ impl Renderer {
             OutputFormat::Human => {}
         }
     }
+}
+
+/// The lines under a library error: failures while cleaning up, and the steps completed
+/// before it.
+fn library_error_details(error: &dirthara::Error) -> String {
+    let mut text = String::new();
+    let mut secondary = error.secondary();
+    while let Some(next) = secondary {
+        text.push_str(&format!(
+            "\n  while cleaning up, also: Error [{}]: {next}",
+            next.code()
+        ));
+        secondary = next.secondary();
+    }
+    if !error.completed().is_empty() {
+        let done: Vec<String> = error
+            .completed()
+            .iter()
+            .map(|s| format!("{} {} {}", s.direction, s.version, s.name))
+            .collect();
+        text.push_str(&format!(
+            "\n  completed and recorded before the error: {}",
+            done.join(", ")
+        ));
+    }
+    text
 }

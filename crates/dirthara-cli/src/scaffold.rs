@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dirthara::source::{load_sources, Layout};
-use dirthara::{Error, ErrorKind};
+
+use crate::error::{CliError, IoAction, NewRefused};
 
 /// What `new` writes.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -36,10 +37,6 @@ const UP: &str = "write the change here";
 const DOWN: &str = "write what reverses the up step here";
 const IRREVERSIBLE: &str = "irreversible (no down step)";
 
-fn config_error(message: String) -> Error {
-    Error::new(ErrorKind::Config { message })
-}
-
 /// Writes the next migration `name` into `dir` (created if needed) in `layout`, or in the
 /// layout detected from `dir`'s files when `None`. Returns the paths written.
 pub fn create_migration(
@@ -48,47 +45,47 @@ pub fn create_migration(
     name: &str,
     irreversible: bool,
     template: Template,
-) -> Result<Vec<PathBuf>, Error> {
-    dirthara::source::check_name(name)
-        .map_err(|reason| config_error(format!("`new {name}`: {reason}")))?;
+) -> Result<Vec<PathBuf>, CliError> {
+    dirthara::source::check_name(name).map_err(|reason| NewRefused::BadName {
+        name: name.to_string(),
+        reason,
+    })?;
     let layout = match layout {
         Some(layout) => layout,
         None => detect_layout(dir)?,
     };
     if template == Template::Mongo && layout != Layout::Plain {
-        return Err(config_error(format!(
-            "`new --mongo`: {} holds {layout} migrations, which are SQL; write MongoDB migrations \
-             in a directory of dirthara's own layout",
-            dir.display()
-        )));
+        return Err(NewRefused::MongoInSqlLayout {
+            dir: dir.to_path_buf(),
+            layout,
+        }
+        .into());
     }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        config_error(format!(
-            "cannot create migration directory {}: {e}",
-            dir.display()
-        ))
-    })?;
+    std::fs::create_dir_all(dir).map_err(CliError::io(IoAction::CreateMigrationDirectory(
+        dir.to_path_buf(),
+    )))?;
     let existing = existing_versions(dir, layout);
     let version = next_version(layout, &existing, unix_seconds());
     let files = files_for(dir, layout, &version, name, irreversible, template);
     for (path, text) in &files {
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| config_error(format!("cannot create {}: {e}", parent.display())))?;
+            std::fs::create_dir_all(parent).map_err(CliError::io(IoAction::CreateDirectory(
+                parent.to_path_buf(),
+            )))?;
         }
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(path)
-            .map_err(|e| config_error(format!("cannot create {}: {e}", path.display())))?;
+            .map_err(CliError::io(IoAction::CreateFile(path.clone())))?;
         file.write_all(text.as_bytes())
-            .map_err(|e| config_error(format!("cannot write {}: {e}", path.display())))?;
+            .map_err(CliError::io(IoAction::WriteFile(path.clone())))?;
     }
     Ok(files.into_iter().map(|(path, _)| path).collect())
 }
 
 /// The one layout every file in `dir` loads as; dirthara's own for a new or empty directory.
-fn detect_layout(dir: &Path) -> Result<Layout, Error> {
+fn detect_layout(dir: &Path) -> Result<Layout, NewRefused> {
     if !dir.is_dir() {
         return Ok(Layout::Plain);
     }
@@ -108,11 +105,10 @@ fn detect_layout(dir: &Path) -> Result<Layout, Error> {
     // Nothing loads as one layout: empty (dirthara's), or broken, which the loader explains.
     match load_sources(&[(dir.to_path_buf(), None)]) {
         Ok(_) => Ok(Layout::Plain),
-        Err(error) => Err(config_error(format!(
-            "cannot tell which layout to write in {}: {error}; fix the files, or name the \
-             directory's layout with `format` in dirthara.toml",
-            dir.display()
-        ))),
+        Err(source) => Err(NewRefused::UnknownLayout {
+            dir: dir.to_path_buf(),
+            source,
+        }),
     }
 }
 
