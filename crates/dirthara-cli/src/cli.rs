@@ -241,7 +241,7 @@ pub struct BaselineArgs {
 pub struct OptionalFromArgs {
     /// Adopt another tool's history: record every migration it applied (read from its own
     /// table on the history connection, which is left untouched)
-    #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::adopt::Tool::NAMES))]
+    #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::Tool::NAMES))]
     pub from: Option<String>,
     /// The other tool's history table, when not its default name
     #[arg(long, value_name = "NAME", requires = "from")]
@@ -251,7 +251,7 @@ pub struct OptionalFromArgs {
 #[derive(Debug, Args)]
 pub struct FromArgs {
     /// The tool whose history would be adopted
-    #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::adopt::Tool::NAMES))]
+    #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::Tool::NAMES))]
     pub from: String,
     /// The other tool's history table, when not its default name
     #[arg(long, value_name = "NAME")]

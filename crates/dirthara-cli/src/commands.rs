@@ -215,7 +215,7 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), NotConfirmed> {
     let config = migrator.config();
     let database = config
         .connection_url(&config.history_connection)
-        .map(dirthara::backend::redact_url)
+        .map(dirthara::redact_url)
         .unwrap_or_else(|_| config.history_connection.clone());
     if !std::io::stdin().is_terminal() {
         return Err(NotConfirmed::NoTerminal { database });
@@ -231,7 +231,7 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), NotConfirmed> {
     }
 }
 
-fn adopt_source(tool: &str, table: Option<String>) -> dirthara::adopt::AdoptSource {
-    let tool = dirthara::adopt::Tool::parse(tool).expect("clap only accepts known tools");
-    dirthara::adopt::AdoptSource { tool, table }
+fn adopt_source(tool: &str, table: Option<String>) -> dirthara::AdoptSource {
+    let tool = dirthara::Tool::parse(tool).expect("clap only accepts known tools");
+    dirthara::AdoptSource { tool, table }
 }

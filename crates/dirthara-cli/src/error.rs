@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use dirthara::source::Layout;
+use dirthara::Layout;
 use serde::ser::SerializeMap;
 
 /// The code of a failed read or write by the CLI itself. The library has no such code: it

@@ -5,7 +5,15 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use dirthara::source::{load_sources, Layout};
+use dirthara::Layout;
+use dirthara_source::files::check_name;
+
+/// Loads a directory as the library would, with the library's error.
+fn load_sources(
+    sources: &[(PathBuf, Option<Layout>)],
+) -> Result<dirthara_source::files::Loaded, dirthara::Error> {
+    dirthara_source::files::load_sources(sources).map_err(dirthara::Error::from)
+}
 
 use crate::error::{CliError, IoAction, NewRefused};
 
@@ -46,7 +54,7 @@ pub fn create_migration(
     irreversible: bool,
     template: Template,
 ) -> Result<Vec<PathBuf>, CliError> {
-    dirthara::source::check_name(name).map_err(|reason| NewRefused::BadName {
+    check_name(name).map_err(|reason| NewRefused::BadName {
         name: name.to_string(),
         reason,
     })?;

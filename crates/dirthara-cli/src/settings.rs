@@ -20,10 +20,9 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     }
     config.merge_env(environment()?)?;
     if let Some(url) = &args.database_url {
-        config.connections.insert(
-            dirthara::migration::DEFAULT_CONNECTION.to_string(),
-            url.clone(),
-        );
+        config
+            .connections
+            .insert(dirthara::DEFAULT_CONNECTION.to_string(), url.clone());
     }
     if !args.dirs.is_empty() {
         config.directories = args.dirs.clone();
@@ -48,10 +47,9 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
         config.history_table = table.clone();
     }
     if let Some(init_sql) = &args.init_sql {
-        config.init_sql.insert(
-            dirthara::migration::DEFAULT_CONNECTION.to_string(),
-            init_sql.clone(),
-        );
+        config
+            .init_sql
+            .insert(dirthara::DEFAULT_CONNECTION.to_string(), init_sql.clone());
     }
     config.strict |= args.strict;
     Ok(config)

@@ -13,7 +13,7 @@ fn migrator(url: &str, migrations: &Migrations, locking: Locking) -> Migrator {
     Migrator::new(config)
 }
 
-fn versions(steps: &[dirthara::report::StepReport]) -> Vec<i64> {
+fn versions(steps: &[dirthara::StepReport]) -> Vec<i64> {
     steps.iter().map(|s| s.version).collect()
 }
 
@@ -87,7 +87,7 @@ async fn conformance(target: Target) {
     assert!(status
         .migrations
         .iter()
-        .all(|s| s.state == dirthara::plan::MigrationState::Pending));
+        .all(|s| s.state == dirthara::MigrationState::Pending));
     let preview = run().preview(Command::Migrate).await.unwrap();
     assert_eq!(versions_of_preview(&preview), vec![1, 2, 3]);
     assert_eq!(preview.steps[0].sql, f.create("t_a"));
@@ -198,7 +198,7 @@ async fn conformance(target: Target) {
             .unwrap()
             .state
     };
-    use dirthara::plan::MigrationState::*;
+    use dirthara::MigrationState::*;
     assert_eq!((state(7), state(9)), (Applied, Pending));
     if target.transactional_ddl {
         assert!(matches!(

@@ -3,8 +3,8 @@
 
 mod servers;
 
-use dirthara::code::{Connection, RustMigration, StepError};
 use dirthara::{Config, Migrator};
+use dirthara::{Connection, RustMigration, StepError};
 use servers::{Server, TestDb};
 
 struct CreateAndFill;

@@ -62,10 +62,10 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
             StepFormat::Rust => unreachable!("files never hold Rust migrations"),
         };
         code.push_str(&format!(
-            "::dirthara::migration::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::migration::StepFormat::{format}, {:?}),\n",
+            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}),\n",
             m.version,
             m.name,
-            m.up,
+            m.up(),
             match &m.down {
                 Some(down) => format!("::core::option::Option::Some({down:?})"),
                 None => "::core::option::Option::None".to_string(),

@@ -43,12 +43,13 @@ pub struct Migration {
     /// exists (sqlx, golang-migrate and Diesel allow one); then it targets that migration.
     pub version: i64,
     pub name: String,
-    /// The forward step (SQL text).
-    pub up: String,
+    /// The forward step (SQL text). Private with the checksum: the checksum is always the
+    /// one of this text.
+    pub(crate) up: String,
     /// The reverse step; `None` makes the migration irreversible.
     pub down: Option<String>,
     /// Hex SHA-256 of the normalised up text; see [`checksum`].
-    pub checksum: String,
+    pub(crate) checksum: String,
     /// Whether the step and its history record may share one transaction.
     pub transactional: bool,
     /// The named connection the steps run on.
@@ -112,6 +113,17 @@ impl Migration {
             own_transaction: None,
             down_is_blank: false,
         }
+    }
+
+    /// The forward step (SQL text, or JSON commands).
+    pub fn up(&self) -> &str {
+        &self.up
+    }
+
+    /// Hex SHA-256 of the normalised up text (see [`checksum`]): what the history records,
+    /// and what an applied migration's file is checked against.
+    pub fn checksum(&self) -> &str {
+        &self.checksum
     }
 
     pub fn with_down(mut self, down: impl Into<String>) -> Self {

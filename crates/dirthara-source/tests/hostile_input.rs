@@ -412,7 +412,7 @@ fn load_with_every_layout(dir: &Path) {
                 );
                 for m in &loaded.migrations {
                     assert!(
-                        !m.checksum.is_empty() && check_name(&m.name).is_ok(),
+                        !m.checksum().is_empty() && check_name(&m.name).is_ok(),
                         "{m:?}"
                     );
                 }

@@ -18,10 +18,10 @@ fn essence(m: &Migration) -> impl PartialEq + std::fmt::Debug + '_ {
     (
         m.version,
         m.name.as_str(),
-        m.up.as_str(),
+        m.up(),
         m.down.as_deref(),
         m.transactional,
-        m.checksum.as_str(),
+        m.checksum(),
         m.format,
     )
 }
@@ -76,7 +76,7 @@ fn native_transaction_switches_turn_the_transaction_off() {
         }
         let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
         assert!(!loaded[0].transactional, "{contents}");
-        assert_eq!(loaded[0].up, "CREATE INDEX i ON t (a);\n");
+        assert_eq!(loaded[0].up(), "CREATE INDEX i ON t (a);\n");
     }
 }
 

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use crate::backend::{Backend, BackendKind};
 use crate::error::{Error, Result};
-use crate::history::HistoryChange;
 use crate::plan::{AdoptionPlan, ForeignHistory};
 
 mod rows;
@@ -18,6 +17,7 @@ use rows::parse;
 
 /// A migration tool whose history `baseline --from` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Tool {
     Sqlx,
     GolangMigrate,
@@ -123,6 +123,7 @@ impl AdoptSource {
 
 /// One migration `baseline --from` records (or would record).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AdoptedRecord {
     pub version: i64,
     pub name: String,
@@ -133,6 +134,7 @@ pub struct AdoptedRecord {
 
 /// What `baseline --from` did, or (`preview`) would do.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct AdoptionReport {
     pub operation: crate::report::Operation,
     pub from: String,
@@ -159,7 +161,7 @@ impl AdoptionReport {
                 .map(|m| AdoptedRecord {
                     version: m.version,
                     name: m.name.clone(),
-                    checksum: m.checksum.clone(),
+                    checksum: m.checksum().to_string(),
                     file: m.origin.clone(),
                 })
                 .collect(),
@@ -243,6 +245,7 @@ fn rows_sql(tool: Tool, flavour: Flavour, table: &str) -> String {
 /// does not exist, naming it and `--from-table`.
 pub(crate) async fn read(
     history: &mut dyn Backend,
+    connection: &str,
     source: &AdoptSource,
 ) -> Result<ForeignHistory> {
     source.check()?;
@@ -258,73 +261,12 @@ pub(crate) async fn read(
             "{}'s history table `{table}` does not exist in the current schema of connection `{}`; \
              if {} was configured with another table name, pass it with --from-table NAME",
             tool.name(),
-            history.connection(),
+            connection,
             tool.name()
         )));
     }
     let rows = history.read_rows(&rows_sql(tool, flavour, table)).await?;
     parse(tool, table, &rows)
-}
-
-/// Writes every record in one transaction where the history connection is SQL (the whole
-/// batch or nothing); elsewhere record by record.
-pub(crate) async fn record_all(
-    history: &mut dyn Backend,
-    table: &str,
-    changes: &[HistoryChange],
-) -> Result<()> {
-    if let Some(sql) = batch_sql(history, table, changes).await? {
-        let connection = history.connection().to_string();
-        return history
-            .run_step(&sql, true)
-            .await
-            .map_err(|failure| Error::history(&connection, failure.error.message));
-    }
-    for change in changes {
-        history.record(table, change).await?;
-    }
-    Ok(())
-}
-
-/// The records as one script of inserts into the history, qualified with the schema the
-/// connection resolves now (before any migration could change it).
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-async fn batch_sql(
-    history: &mut dyn Backend,
-    table: &str,
-    changes: &[HistoryChange],
-) -> Result<Option<String>> {
-    use crate::backend::sql::{Dialect, HistoryNames};
-    let (dialect, schema_sql) = match history.kind() {
-        BackendKind::Postgres => (Dialect::Postgres, Some("SELECT current_schema()::text")),
-        BackendKind::Mysql => (Dialect::Mysql, Some("SELECT CAST(DATABASE() AS CHAR)")),
-        BackendKind::Sqlite => (Dialect::Sqlite, None),
-        _ => return Ok(None),
-    };
-    let schema = match schema_sql {
-        Some(sql) => history
-            .read_rows(sql)
-            .await?
-            .into_iter()
-            .next()
-            .and_then(|r| r.into_iter().next().flatten()),
-        None => None,
-    };
-    let names = HistoryNames::new(dialect, schema.as_deref(), table);
-    let statements: Vec<String> = changes
-        .iter()
-        .map(|c| dialect.change_sql(&names, c))
-        .collect();
-    Ok(Some(statements.join(";\n")))
-}
-
-#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
-async fn batch_sql(
-    _history: &mut dyn Backend,
-    _table: &str,
-    _changes: &[HistoryChange],
-) -> Result<Option<String>> {
-    Ok(None)
 }
 
 #[cfg(test)]

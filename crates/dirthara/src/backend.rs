@@ -5,15 +5,12 @@
 //! database has one — offers a session lock. The SQL backends share all history logic in
 //! `sql`; each driver module only says how to execute text and read rows.
 
-use std::time::Duration;
-
 use async_trait::async_trait;
 
 use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
-use crate::events::LockHolder;
 use crate::history::{AppliedMigration, HistoryChange};
-use crate::lock::lease::LeaseStore;
+use crate::lock::{LeaseStore, LockSupport, SessionLock};
 use crate::migration::Direction;
 
 #[cfg(test)]
@@ -36,18 +33,21 @@ mod connect;
     feature = "mysql",
     feature = "mongodb"
 ))]
+mod history_tables;
+#[cfg(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "mongodb"
+))]
 pub(crate) use connect::ConnectFailure;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) use connect::{connect_failure, run_init_sql};
-pub use connect::{ConnectRequest, Connector, UrlConnector};
-mod redact;
-pub use redact::redact_url;
-pub(crate) use redact::redact_urls_in;
+pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 
 /// The kind of database a URL points at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum BackendKind {
+pub(crate) enum BackendKind {
     Sqlite,
     Postgres,
     Mysql,
@@ -59,7 +59,7 @@ pub enum BackendKind {
 
 impl BackendKind {
     /// The backend a URL's scheme selects.
-    pub fn from_url(url: &str) -> Result<Self> {
+    pub(crate) fn from_url(url: &str) -> Result<Self> {
         let scheme = url
             .split(':')
             .next()
@@ -75,12 +75,12 @@ impl BackendKind {
             _ => Err(Error::config(format!(
                 "`{}`: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
                  sqlite:, mongodb:// or mongodb+srv://",
-                redact_url(url)
+                crate::redact::redact_url(url)
             ))),
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             BackendKind::Sqlite => "sqlite",
             BackendKind::Postgres => "postgres",
@@ -92,81 +92,55 @@ impl BackendKind {
     }
 
     /// What the database's migrations are written in.
-    pub fn step_format(self) -> crate::migration::StepFormat {
+    pub(crate) fn step_format(self) -> crate::migration::StepFormat {
         match self {
             BackendKind::Mongo => crate::migration::StepFormat::MongoCommands,
             _ => crate::migration::StepFormat::Sql,
         }
     }
 
-    /// Whether the database has a session lock (`locking = true` uses it).
-    pub fn has_session_lock(self) -> bool {
-        match self {
+    /// What the database offers for locking: a session lock on PostgreSQL and MySQL; on
+    /// MongoDB the lease is the native lock.
+    pub(crate) fn lock_support(self) -> LockSupport {
+        let session_lock = match self {
             BackendKind::Postgres | BackendKind::Mysql => true,
             #[cfg(test)]
             BackendKind::Memory => true,
             BackendKind::Sqlite | BackendKind::Mongo => false,
+        };
+        LockSupport {
+            database: self.name(),
+            session_lock,
+            lease_is_native: self == BackendKind::Mongo,
         }
     }
 }
 
-/// A connection to one named database, as the engine uses it.
+/// A connection to one named database, as the engine uses it. The history table (and the
+/// schema or database it lives in) is fixed when the connection opens.
 #[async_trait]
-pub trait Backend: Send {
+pub(crate) trait Backend: Send {
     fn kind(&self) -> BackendKind;
-
-    /// The configured name of this connection (`default`, ...).
-    fn connection(&self) -> &str;
 
     /// The history, or `None` when this database has none yet. Never creates anything, and
     /// refuses a history layout newer than this build understands.
-    async fn read_history(&mut self, table: &str) -> Result<Option<Vec<AppliedMigration>>>;
+    async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>>;
 
     /// Creates the history (or upgrades an older layout). Called under the lock.
-    async fn prepare_history(&mut self, table: &str) -> Result<()>;
+    async fn prepare_history(&mut self) -> Result<()>;
 
     /// Whether a step and its history change can commit in one transaction here.
     fn transactional_ddl(&self) -> bool;
 
-    /// Runs a step, in a transaction of its own if `transactional`. After a failure the
+    /// Runs a step — in a transaction of its own if `step.transactional`, and together with
+    /// `step.record` when given, so that both commit or neither does. After a failure the
     /// session is clean again (any transaction block the step left open is rolled back), so
     /// the next statement dirthara sends is not refused because of the step.
-    async fn run_step(&mut self, text: &str, transactional: bool) -> Result<(), StepFailure>;
-
-    /// Runs a step and a history change so that both commit or neither does.
-    async fn run_step_recorded(
-        &mut self,
-        text: &str,
-        table: &str,
-        change: &HistoryChange,
-    ) -> Result<(), StepFailure>;
-
-    /// Runs a Rust migration's step on this connection, in a transaction of its own if
-    /// `transactional`, together with `record` (a history change in `table`) when given.
-    async fn run_code(
-        &mut self,
-        _code: &dyn RustMigration,
-        _direction: Direction,
-        _transactional: bool,
-        _record: Option<(&str, &HistoryChange)>,
-    ) -> Result<(), StepFailure> {
-        Err(StepFailure::refused(format!(
-            "{} connections cannot run Rust migrations",
-            self.kind().name()
-        )))
-    }
-
-    /// Applies a history change on its own.
-    async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()>;
+    async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure>;
 
     /// Applies history changes in order, all or none, in one round trip where the database
     /// allows (one commit instead of one per change).
-    async fn record_all(&mut self, table: &str, changes: &[HistoryChange]) -> Result<()> {
-        for change in changes {
-            self.record(table, change).await?;
-        }
-        Ok(())
-    }
+    async fn record(&mut self, changes: &[HistoryChange]) -> Result<()>;
 
     /// Drops every table/view of this database except those named in `keep`; returns what
     /// it dropped. Must not end the session (the lock lives in it).
@@ -177,8 +151,8 @@ pub trait Backend: Send {
         None
     }
 
-    /// A lease store for `locking = "lease"`, in `table`, on a connection of its own.
-    async fn open_lease_store(&mut self, _table: &str) -> Result<Box<dyn LeaseStore>> {
+    /// A lease store for `locking = "lease"`, in `<history>_lock`, on a connection of its own.
+    async fn open_lease_store(&mut self) -> Result<Box<dyn LeaseStore>> {
         Err(Error::config(format!(
             "{} does not support `locking = \"lease\"`",
             self.kind().name()
@@ -199,10 +173,26 @@ pub trait Backend: Send {
     async fn close(self: Box<Self>);
 }
 
+/// One step for [`Backend::run`].
+#[derive(Clone, Copy)]
+pub(crate) struct Step<'a> {
+    pub body: StepBody<'a>,
+    /// Run in a transaction of its own (implied when `record` is given).
+    pub transactional: bool,
+    /// The history change that commits with the step, where the database allows.
+    pub record: Option<&'a HistoryChange>,
+}
+
+/// What a step runs: text in the database's language, or a Rust migration's code.
+#[derive(Clone, Copy)]
+pub(crate) enum StepBody<'a> {
+    Text(&'a str),
+    Code(&'a dyn RustMigration, Direction),
+}
+
 /// A step that failed, as the backend saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StepFailure {
+pub(crate) struct StepFailure {
     /// Boxed: a failure is rare, and a large `Err` would widen every step's `Result`.
     pub error: Box<DatabaseError>,
     /// The step was refused before it could change anything (e.g. a MongoDB command answering
@@ -212,7 +202,7 @@ pub struct StepFailure {
 
 impl StepFailure {
     /// A failure where the step may have changed something.
-    pub fn new(error: DatabaseError) -> Self {
+    pub(crate) fn new(error: DatabaseError) -> Self {
         StepFailure {
             error: Box::new(error),
             nothing_changed: false,
@@ -220,50 +210,13 @@ impl StepFailure {
     }
 
     /// Refused before anything ran.
-    pub fn refused(message: impl Into<String>) -> Self {
+    #[cfg_attr(not(any(feature = "mongodb", test)), allow(dead_code))]
+    pub(crate) fn refused(message: impl Into<String>) -> Self {
         StepFailure {
             error: Box::new(DatabaseError::from_message(message)),
             nothing_changed: true,
         }
     }
-}
-
-/// A named lock held by this connection's session.
-///
-/// Contract: `try_lock` never blocks on the database (waiting is the engine's job, so a
-/// waiter never sits inside a lock statement holding a snapshot); the lock is scoped to
-/// this database/schema and the history `table`; it is released by `unlock` or when the
-/// session ends.
-#[async_trait]
-pub trait SessionLock: Send {
-    /// Takes the lock if it is free; `Ok(false)` when someone else holds it.
-    async fn try_lock(&mut self, table: &str) -> Result<bool>;
-    /// Whether this session still holds the lock.
-    async fn holds_lock(&mut self, table: &str) -> Result<bool>;
-    /// Releases the lock and wakes waiters.
-    async fn unlock(&mut self, table: &str) -> Result<()>;
-    /// Who holds the lock now (`None`: nobody).
-    async fn holder(&mut self, table: &str) -> Result<Option<LockHolder>>;
-    /// Returns when the lock may have been released, or after `max` at the latest.
-    async fn wait_for_release(&mut self, _table: &str, max: Duration) -> Result<()> {
-        tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
-        Ok(())
-    }
-    /// Ends the holder's session(s); returns a description of each one ended.
-    async fn force_unlock(&mut self, table: &str) -> Result<Vec<String>>;
-
-    /// True when a step run atomically with its record (`run_step_recorded`) itself fails,
-    /// rolled back, if this session no longer holds the lock — so no separate check is
-    /// needed before it. The engine then tells a lost lock from a failed step by asking
-    /// [`SessionLock::holds_lock`] after a failure.
-    fn verifies_in_step(&self) -> bool {
-        false
-    }
-}
-
-/// A random duration between half and all of `d`, so waiting runners do not retry in step.
-pub(crate) fn jittered(d: Duration) -> Duration {
-    d.mul_f64(0.5 + fastrand::f64() * 0.5)
 }
 
 /// The database's own message for an error, with its code when it has one.
@@ -278,12 +231,18 @@ pub(crate) fn database_message(error: &sqlx::Error) -> String {
     }
 }
 
-/// Everything a SQL database said about a failed step. `step` is the step's text and the
+/// Everything a SQL database said about a failed step, keeping the driver's error as its
+/// `source()`. `step` is the step's text and the
 /// character offset at which it started in the text sent, so PostgreSQL's error position can
 /// be turned into the file's line and column.
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 #[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
-pub(crate) fn database_error(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
+pub(crate) fn database_error(error: sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
+    let facts = database_facts(&error, step);
+    facts.caused_by(error)
+}
+
+fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
     let sqlx::Error::Database(db) = error else {
         return DatabaseError {
             message: error.to_string(),

@@ -44,7 +44,7 @@ pub enum Connection<'a> {
 /// # Examples
 ///
 /// ```
-/// use dirthara::code::{Connection, RustMigration, StepError};
+/// use dirthara::{Connection, RustMigration, StepError};
 ///
 /// struct BackfillEmails;
 ///

@@ -430,7 +430,7 @@ pub(crate) fn is_plain_identifier(name: &str, max_len: usize) -> bool {
 /// password, the error says where instead of quoting it.
 fn toml_error(origin: &str, text: &str, error: &toml::de::Error) -> Error {
     let full = error.to_string();
-    if crate::backend::redact_urls_in(&full) == full {
+    if crate::redact::redact_urls_in(&full) == full {
         return Error::config(format!("{origin}: {}", full.trim_end()));
     }
     let at = error.span().map_or(String::new(), |span| {
@@ -439,7 +439,7 @@ fn toml_error(origin: &str, text: &str, error: &toml::de::Error) -> Error {
         let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
         format!(" at line {line}, column {column}")
     });
-    let message = crate::backend::redact_urls_in(error.message());
+    let message = crate::redact::redact_urls_in(error.message());
     Error::config(format!(
         "{origin}: TOML parse error{at}: {}",
         message.trim_end()

@@ -7,36 +7,26 @@
 //! before each → release the lock on every path, attaching a release failure to the primary
 //! error instead of replacing it.
 
+//!
+//! Files: the commands that change the database are in `engine/commands.rs`, each run as a
+//! `Session` (`engine/session.rs`: connect, lock, the apply loop, release) whose migrations
+//! run one by one in `engine/step.rs`; `engine/preview.rs` and `engine/inspect.rs` only
+//! look; `engine/load.rs` loads migrations without touching a database.
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
 use crate::code::RustMigration;
-use crate::config::{validate_table_name, Config, LockWait};
+use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::{Event, EventSink};
+use crate::events::EventSink;
 use crate::history::AppliedMigration;
-use crate::lock::lease::{acquire_lease, LeaseGuard, LeaseRequest};
-use crate::lock::{
-    acquire_session_lock, lease_table, resolve_strategy, LockTarget, Strategy, LOCK_NAME,
-};
-use crate::migration::{Direction, Migration};
-use crate::plan::{self, Command, PlanOptions};
-use crate::report::{Operation, Preview, PreviewStep, RunReport};
-
-/// What `resolve` records after an operator fixed a migration by hand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Resolution {
-    /// The dirty migration's changes are in place: mark it applied.
-    Applied,
-    /// The dirty migration's changes are not in place: forget it.
-    RolledBack,
-    /// The applied migration's file was edited on purpose: record its new checksum.
-    AcceptChecksum,
-}
+use crate::lock::{Primitive, Strategy, LOCK_NAME};
+use crate::migration::Migration;
+use crate::plan::PlanOptions;
 
 /// Runs migrations. Cheap to build; every operation opens and closes its own connections.
 ///
@@ -141,8 +131,9 @@ impl Migrator {
         self
     }
 
-    /// Replaces how connections are opened (tests, custom drivers).
-    pub fn with_connector(mut self, connector: Arc<dyn Connector>) -> Self {
+    /// Replaces how connections are opened (the engine's own tests).
+    #[cfg(test)]
+    pub(crate) fn with_connector(mut self, connector: Arc<dyn Connector>) -> Self {
         self.connector = connector;
         self
     }
@@ -151,321 +142,15 @@ impl Migrator {
         &self.config
     }
 
-    /// Applies every pending migration, in version order, as one new batch.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// let report = migrator.migrate().await?;
-    /// assert_eq!(report.applied[0].name, "users");
-    /// assert_eq!(report.batch, Some(1));
-    /// // A second run finds nothing to do.
-    /// assert!(migrator.migrate().await?.applied.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn migrate(&self) -> Result<RunReport> {
-        self.run(Command::Migrate).await
-    }
-
-    /// Reverses migrations, newest first (see [`plan::RollbackScope`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// migrator.migrate().await?;
-    /// let report = migrator.rollback(dirthara::RollbackScope::LastBatch).await?;
-    /// assert_eq!(report.reverted.len(), 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn rollback(&self, scope: plan::RollbackScope) -> Result<RunReport> {
-        self.run(Command::Rollback(scope)).await
-    }
-
-    /// Moves the database to `version` (0: before the first migration).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// migrator.migrate_to(1).await?;
-    /// let report = migrator.migrate_to(0).await?; // before the first migration
-    /// assert_eq!(report.reverted[0].version, 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn migrate_to(&self, version: i64) -> Result<RunReport> {
-        self.run(Command::MigrateTo(version)).await
-    }
-
-    /// Reverses every applied migration, then applies all, under one lock.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// migrator.migrate().await?;
-    /// let report = migrator.refresh().await?;
-    /// assert_eq!((report.reverted.len(), report.applied.len()), (1, 1));
-    /// # Ok(()) }
-    /// ```
-    pub async fn refresh(&self) -> Result<RunReport> {
-        self.run(Command::Refresh).await
-    }
-
-    /// Drops every table of the history connection's database, then applies all, under one
-    /// lock. Destroys data.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// let report = migrator.fresh().await?;
-    /// assert_eq!(report.applied.len(), 1);
-    /// # Ok(()) }
-    /// ```
-    pub async fn fresh(&self) -> Result<RunReport> {
-        self.run(Command::Fresh).await
-    }
-
-    /// Runs any planned command under the lock.
-    pub async fn run(&self, command: Command) -> Result<RunReport> {
-        let available = self.load()?;
-        self.config.validate()?;
-        self.check_connections(&available)?;
-        let mut session = self.open_session(command.name()).await?;
-        let mut report = RunReport {
-            operation: command.into(),
-            lock: session.strategy.name().to_string(),
-            ..RunReport::default()
-        };
-        let result = session.run_command(&available, command, &mut report);
-        #[cfg(feature = "tracing")]
-        let result = tracing::Instrument::instrument(
-            result,
-            tracing::info_span!(target: "dirthara", "dirthara.command", operation = command.name()),
-        );
-        let result = result.await;
-        session.finish(result.map(|()| report)).await
-    }
-
-    /// Records every migration up to `version` as applied without running it (adopting a
-    /// database that already has their effects).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// // The database already has the `users` table: record migration 1 without running it.
-    /// let report = migrator.baseline(1).await?;
-    /// assert_eq!(report.recorded[0].version, 1);
-    /// assert!(migrator.migrate().await?.applied.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn baseline(&self, version: i64) -> Result<RunReport> {
-        let available = self.load()?;
-        let mut session = self.open_session("baseline").await?;
-        let mut report = RunReport {
-            operation: Operation::Baseline,
-            lock: session.strategy.name().to_string(),
-            ..RunReport::default()
-        };
-        let result = session.baseline(&available, version, &mut report).await;
-        session.finish(result.map(|()| report)).await
-    }
-
-    /// Adopts another tool's history (`baseline --from <tool>`): under the lock, reads that
-    /// tool's history table on the history connection and records every migration it applied
-    /// as applied here, with the checksums of the files here, in one batch (in one
-    /// transaction on SQL databases). The other tool's table is left as it was. Refused (see
-    /// [`plan::AdoptionRefusal`]) when dirthara's history already has records, the other
-    /// history has a failed or dirty entry, or an applied version has no file here.
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn run() -> Result<(), dirthara::Error> {
-    /// use dirthara::adopt::{AdoptSource, Tool};
-    ///
-    /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("postgres://app@db/app"));
-    /// // sqlx applied migrations 1 and 2 here: record them; `migrate` then applies only 3.
-    /// let report = migrator.baseline_from(&AdoptSource::new(Tool::Sqlx)).await?;
-    /// assert_eq!(report.recorded.len(), 2);
-    /// # Ok(()) }
-    /// ```
-    pub async fn baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
-        source.check()?;
-        let available = self.load()?;
-        let mut session = self.open_session("baseline").await?;
-        let result = session.baseline_from(&available, source).await;
-        session.finish(result).await
-    }
-
-    /// What `baseline --from` would record now, reading both histories without the lock
-    /// and changing nothing.
-    pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
-        source.check()?;
-        let available = self.load()?;
-        let mut history = self.connect_history("preview").await?;
-        let result = async {
-            let foreign = crate::adopt::read(history.as_mut(), source).await?;
-            let applied = history
-                .read_history(&self.config.history_table)
-                .await?
-                .unwrap_or_default();
-            let planned = plan::plan_adoption(&available, &applied, &foreign)?;
-            Ok(AdoptionReport::new(source, &planned, "none"))
-        }
-        .await;
-        history.close().await;
-        result
-    }
-
-    /// Records what an operator fixed by hand (see [`Resolution`]).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// migrator.migrate().await?;
-    /// std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id BIGINT)").unwrap();
-    /// assert_eq!(migrator.migrate().await.unwrap_err().code(), dirthara::Code::ChecksumMismatch);
-    /// migrator.resolve(1, dirthara::Resolution::AcceptChecksum).await?;
-    /// assert!(migrator.migrate().await?.applied.is_empty());
-    /// # Ok(()) }
-    /// ```
-    pub async fn resolve(&self, version: i64, resolution: Resolution) -> Result<RunReport> {
-        let available = self.load()?;
-        let mut session = self.open_session("resolve").await?;
-        let mut report = RunReport {
-            operation: Operation::Resolve,
-            lock: session.strategy.name().to_string(),
-            ..RunReport::default()
-        };
-        let result = session
-            .resolve(&available, version, resolution, &mut report)
-            .await;
-        session.finish(result.map(|()| report)).await
-    }
-
-    /// The plan `command` would run now, with each step's text. Takes no lock and changes
-    /// nothing, so it may be stale as soon as it returns.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
-    /// # let dir = tempfile::tempdir().unwrap();
-    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
-    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
-    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
-    /// # config.directories = vec![dir.path().to_path_buf()];
-    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
-    /// # let migrator = dirthara::Migrator::new(config);
-    /// let preview = migrator.preview(dirthara::Command::Migrate).await?;
-    /// assert_eq!(preview.steps[0].sql, "CREATE TABLE users (id INT)");
-    /// # Ok(()) }
-    /// ```
-    pub async fn preview(&self, command: Command) -> Result<Preview> {
-        let available = self.load()?;
-        let applied = self.read_history_unlocked("preview").await?;
-        let planned = plan::plan(&available, &applied, command, self.plan_options())?;
-        let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())
-            .chain(
-                planned
-                    .steps
-                    .iter()
-                    .map(|s| s.migration.connection.as_str()),
-            )
-            .collect();
-        Ok(Preview {
-            operation: command.into(),
-            init_sql: (self.config.init_sql.iter())
-                .filter(|(name, _)| connections.contains(&name.as_str()))
-                .map(|(name, sql)| (name.clone(), sql.clone()))
-                .collect(),
-            notice: crate::report::PREVIEW_NOTICE.to_string(),
-            drop_all: planned.drop_all,
-            batch: planned
-                .steps
-                .iter()
-                .any(|s| s.direction == Direction::Up)
-                .then_some(planned.batch),
-            steps: planned
-                .steps
-                .iter()
-                .map(|s| PreviewStep {
-                    version: s.migration.version,
-                    name: s.migration.name.clone(),
-                    direction: s.direction,
-                    connection: s.migration.connection.clone(),
-                    transactional: s.migration.transactional,
-                    own_transaction: s.migration.own_transaction.clone(),
-                    reverses_nothing: s.direction == Direction::Down && s.migration.down_is_blank,
-                    out_of_order: s.out_of_order,
-                    sql: s.text().to_string(),
-                })
-                .collect(),
-            warnings: planned.warnings,
-        })
-    }
-
     fn plan_options(&self) -> PlanOptions {
         PlanOptions {
             strict: self.config.strict,
         }
     }
 
-    fn history_kind(&self) -> Result<BackendKind> {
+    /// Validates the configuration — once per command — and returns the history
+    /// connection's kind of database.
+    fn checked(&self) -> Result<BackendKind> {
         self.config.validate()?;
         BackendKind::from_url(
             self.config
@@ -486,115 +171,53 @@ impl Migrator {
             connect_timeout: self.config.connect_timeout,
             read_only,
             init_sql: self.config.init_sql.get(name).cloned(),
+            history_table: self.config.history_table.clone(),
         };
         self.connector.connect(&request, &self.events).await
     }
 
     /// The history connection for a command that only reads (status, preview, unlock).
     async fn connect_history(&self, operation: &str) -> Result<Box<dyn Backend>> {
-        self.history_kind()?;
         self.connect(&self.config.history_connection, operation, true)
             .await
     }
 
-    fn lease_table(&self) -> String {
-        lease_table(&self.config.history_table)
-    }
-
     async fn read_history_unlocked(&self, operation: &str) -> Result<Vec<AppliedMigration>> {
         let mut history = self.connect_history(operation).await?;
-        let result = history.read_history(&self.config.history_table).await;
+        let result = history.read_history().await;
         history.close().await;
         Ok(result?.unwrap_or_default())
     }
 
-    /// Connects the history connection and takes the lock: the first thing done on the database.
-    async fn open_session(&self, operation: &str) -> Result<Session<'_>> {
-        validate_table_name(&self.config.history_table)?;
-        let kind = self.history_kind()?;
-        let connection = self.config.history_connection.clone();
-        let strategy = resolve_strategy(self.config.locking, kind, &connection)?;
-        let mut history = self.connect(&connection, operation, false).await?;
-        let wait = self.config.lock_wait.unwrap_or(strategy.default_wait());
-        let mut lease = None;
-        match strategy {
-            Strategy::Off => self.events.emit(Event::Unlocked {
-                connection: connection.clone(),
-            }),
-            Strategy::Session => {
-                let acquired = match history.session_lock() {
-                    Some(lock) => {
-                        let target = LockTarget {
-                            connection: &connection,
-                            table: &self.config.history_table,
-                            wait,
-                        };
-                        acquire_session_lock(lock, &target, &self.events, self.shutdown.as_ref())
-                            .await
-                    }
-                    None => Err(Error::new(ErrorKind::LockFailed {
+    /// What the lock of `strategy` contends with on the history connection.
+    async fn lock_primitive<'h>(
+        &self,
+        history: &'h mut dyn Backend,
+        strategy: Strategy,
+    ) -> Result<Primitive<'h>> {
+        Ok(match strategy {
+            Strategy::Off => Primitive::Off,
+            Strategy::Session => match history.session_lock() {
+                Some(lock) => Primitive::Session(lock),
+                None => {
+                    return Err(Error::new(ErrorKind::LockFailed {
                         lock: LOCK_NAME.to_string(),
-                        connection: connection.clone(),
+                        connection: self.config.history_connection.clone(),
                         reason: "this connection offers no session lock".to_string(),
-                    })),
-                };
-                if let Err(error) = acquired {
-                    history.close().await;
-                    return Err(error);
-                }
-            }
-            Strategy::Lease => match self.acquire_lease(history.as_mut(), operation, wait).await {
-                Ok(guard) => lease = Some(guard),
-                Err(error) => {
-                    history.close().await;
-                    return Err(error);
+                    }))
                 }
             },
-        }
-        Ok(Session {
-            migrator: self,
-            operation: operation.to_string(),
-            history,
-            others: BTreeMap::new(),
-            strategy,
-            lease,
-            completed: Vec::new(),
-            unrecorded: None,
+            Strategy::Lease => Primitive::Lease(history.open_lease_store().await?),
         })
-    }
-
-    async fn acquire_lease(
-        &self,
-        history: &mut dyn Backend,
-        operation: &str,
-        wait: LockWait,
-    ) -> Result<LeaseGuard> {
-        let mut store = history.open_lease_store(&self.lease_table()).await?;
-        let request = LeaseRequest::new(operation, self.config.lock_ttl);
-        let acquired = acquire_lease(
-            store.as_mut(),
-            &request,
-            &self.config.history_connection,
-            wait,
-            &self.events,
-            self.shutdown.as_ref(),
-        )
-        .await;
-        match acquired {
-            Ok(()) => Ok(LeaseGuard::start(store, &request)),
-            Err(error) => {
-                store.close().await;
-                Err(error)
-            }
-        }
     }
 }
 
+mod commands;
 mod inspect;
 mod load;
+mod preview;
 mod session;
-
-use session::Session;
+mod step;
 
 #[cfg(test)]
 mod tests;

@@ -7,7 +7,7 @@ use std::time::Duration;
 pub use dirthara_source::Problem;
 
 use crate::migration::{Direction, Migration};
-use crate::report::StepReport;
+use crate::step_report::StepReport;
 
 mod database;
 pub use database::DatabaseError;

@@ -12,6 +12,7 @@ use crate::migration::Direction;
 
 /// A warning: the run goes on, but someone should look.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Warning {
     #[serde(serialize_with = "serialize_code")]
     pub code: Code,
@@ -44,6 +45,7 @@ impl fmt::Display for Warning {
 
 /// Who holds a lock, as far as the database can tell.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
 pub struct LockHolder {
     /// The database's identifier of the holding session (PostgreSQL backend pid, MySQL connection id).
     #[serde(skip_serializing_if = "Option::is_none")]

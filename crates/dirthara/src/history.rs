@@ -13,6 +13,7 @@ pub const DEFAULT_HISTORY_TABLE: &str = "dirthara_migrations";
 /// Whether a recorded migration completed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RecordState {
     /// Written before a step that cannot share a transaction with its record; still present
     /// on the next run only if that step never finished (a "dirty" migration).

@@ -69,19 +69,21 @@
 //! - **Off** (`false`): no protection; SQLite with `true` refuses to run at all rather than
 //!   run unlocked without saying so.
 
-pub mod adopt;
-pub mod backend;
-pub mod code;
+mod adopt;
+mod backend;
+mod code;
 pub mod config;
-pub mod engine;
-pub mod error;
-pub mod events;
-pub mod history;
-pub mod lock;
-pub mod migration;
-pub mod plan;
-pub mod report;
-pub mod source;
+mod engine;
+mod error;
+mod events;
+mod history;
+mod lock;
+mod migration;
+mod plan;
+mod redact;
+mod report;
+mod source;
+mod step_report;
 
 /// Compiles the migrations of a directory into the binary, validated at compile time.
 ///
@@ -112,14 +114,20 @@ pub mod source;
 #[cfg(feature = "macros")]
 pub use dirthara_macros::embed_migrations;
 
-pub use code::RustMigration;
-pub use config::{Config, LockWait, Locking};
-pub use engine::{Migrator, Resolution};
+pub use adopt::{AdoptSource, AdoptedRecord, AdoptionReport, Tool};
+pub use code::{Connection, RustMigration, StepError};
+pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
+pub use engine::Migrator;
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Event, EventSink, LockHolder, Warning};
-pub use migration::{Direction, Migration};
-pub use plan::{Command, RollbackScope};
-pub use report::{LockReport, LockState, Operation, Preview, RunReport, StatusReport};
+pub use history::{RecordState, DEFAULT_HISTORY_TABLE};
+pub use migration::{checksum, Direction, Migration, StepFormat, DEFAULT_CONNECTION};
+pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
+pub use redact::redact_url;
+pub use report::{
+    ForceUnlockReport, LockReport, LockState, Operation, Preview, PreviewStep, RunReport,
+    StatusReport, StepReport,
+};
 
 pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()

@@ -1,37 +1,51 @@
-//! The migration lock: which strategy a command uses, and how a runner waits for it.
+//! The migration lock, whole: which strategy a command uses, taking it (one wait loop for both
+//! strategies), holding it (the lease's heartbeat), confirming it before each migration,
+//! releasing it, and inspecting it for `status` and `unlock`.
 //!
 //! The engine takes the lock before it reads any migration state and releases it when the
-//! command ends, whatever the outcome. A runner retries a non-blocking try-lock and waits in
-//! between in the backend's own way: on PostgreSQL outside any statement (woken at once by
-//! the release notification), so a waiter never holds a snapshot that a holder's
-//! `CREATE INDEX CONCURRENTLY` would wait for; on MySQL/MariaDB inside a short `GET_LOCK`
-//! (which holds no snapshot), so the server hands the lock over at release. Either way a
-//! wait is at most `MAX_RETRY_INTERVAL` long, and a shutdown signal cuts it short.
+//! command ends, whatever the outcome. A held lock is a [`HeldLock`] value; dropping it without
+//! [`HeldLock::release`] still lets the lock go (a session lock ends with its connection, a
+//! lease's heartbeat stops and the lease lapses), so no path keeps it.
+//!
+//! Databases supply two small primitives and never see the rest: a [`SessionLock`] (a named
+//! lock in the history connection's session) and a [`LeaseStore`] (a row or document with an
+//! expiry). A runner waits in the primitive's own way: on PostgreSQL outside any statement
+//! (woken at once by the release notification), so a waiter never holds a snapshot that a
+//! holder's `CREATE INDEX CONCURRENTLY` would wait for; on MySQL/MariaDB inside a short
+//! `GET_LOCK` (which holds no snapshot), so the server hands the lock over at release; a
+//! lease with jittered backoff.
+//!
+//! May import: `config`, `error`, `events` — never a backend.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::sync::watch;
+use async_trait::async_trait;
 
-pub mod lease;
+mod guard;
+pub(crate) mod lease;
+mod session;
+mod wait;
 
-use crate::backend::{BackendKind, SessionLock};
+pub(crate) use guard::{HeldLock, ReleaseFailure, Released};
+pub(crate) use lease::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
+pub(crate) use session::{jittered, SessionLock};
+pub(crate) use wait::Waiting;
+
 use crate::config::{LockWait, Locking};
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::{Event, EventSink};
+use crate::events::{Event, LockHolder};
+use crate::report::LockState;
 
 /// The lock's name, the same for every runner of every application.
 pub const LOCK_NAME: &str = "dirthara:migrations";
 
-/// How often a waiting runner says again who holds the lock.
-const HOLDER_REPORT_INTERVAL: Duration = Duration::from_secs(10);
+/// Longest pause between two attempts at a session lock, in case a release notification is
+/// missed (or the holder died and the server released its lock without notifying anyone).
+const MAX_SESSION_PAUSE: Duration = Duration::from_millis(500);
 
-/// Longest sleep between two attempts, in case a release notification is missed (or the
-/// holder died and the server released its lock without notifying anyone).
-const MAX_RETRY_INTERVAL: Duration = Duration::from_millis(500);
-
-/// The lock a command actually takes, once `locking` met the backend.
+/// The lock a command actually takes, once `locking` met the database.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Strategy {
+pub(crate) enum Strategy {
     /// No lock, by configuration.
     Off,
     /// A named lock held by the history connection's session.
@@ -41,7 +55,7 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Strategy::Off => "off",
             Strategy::Session => "session",
@@ -51,7 +65,7 @@ impl Strategy {
 
     /// The wait when `lock_wait` is not set: a session lock waits for its holder; a lease
     /// fails at once (the deploy orchestrator decides whether to retry).
-    pub fn default_wait(self) -> LockWait {
+    pub(crate) fn default_wait(self) -> LockWait {
         match self {
             Strategy::Lease => LockWait::For(Duration::ZERO),
             _ => LockWait::Forever,
@@ -59,130 +73,142 @@ impl Strategy {
     }
 }
 
-/// The table (or collection) holding the lease: `<history>_lock`.
-pub fn lease_table(history_table: &str) -> String {
-    format!("{history_table}_lock")
+/// What a database offers for locking, known before connecting to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LockSupport {
+    /// The database's name in messages (`sqlite`, `postgres`, ...).
+    pub database: &'static str,
+    /// It has a named session lock.
+    pub session_lock: bool,
+    /// Its own lock is the lease (`locking = true` means a lease there).
+    pub lease_is_native: bool,
+}
+
+/// `locking = true` (or `session`) on a database without a session lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoSessionLock {
+    database: &'static str,
+}
+
+impl NoSessionLock {
+    /// Why `status` and `unlock` have no lock to show.
+    pub(crate) fn nothing_to_inspect(self) -> String {
+        format!(
+            "{} has no lock to inspect; runs need --no-lock (`locking = false`) or --locking lease",
+            self.database
+        )
+    }
+
+    /// The refusal of a run, before anything is read or changed.
+    pub(crate) fn into_error(self, connection: &str) -> Error {
+        Error::new(ErrorKind::LockFailed {
+            lock: LOCK_NAME.to_string(),
+            connection: connection.to_string(),
+            reason: format!(
+                "{} has no named session locks, so this run cannot be locked; nothing was read or \
+                 changed. If several processes may migrate this database, use --locking lease \
+                 (`locking = \"lease\"`); if a single runner is guaranteed (development, tests), \
+                 run with --no-lock (`locking = false`)",
+                self.database
+            ),
+        })
+    }
 }
 
 /// Decides the strategy before any connection is opened, so that a run that cannot be
 /// locked is refused before it reads or changes anything (SQLite with `locking = true`).
 pub(crate) fn resolve_strategy(
     locking: Locking,
-    kind: BackendKind,
-    connection: &str,
-) -> Result<Strategy> {
-    let failed = |reason: String| {
-        Err(Error::new(ErrorKind::LockFailed {
-            lock: LOCK_NAME.to_string(),
-            connection: connection.to_string(),
-            reason,
-        }))
-    };
+    support: LockSupport,
+) -> std::result::Result<Strategy, NoSessionLock> {
     match locking {
         Locking::Off => Ok(Strategy::Off),
-        // MongoDB has no session lock: its native lock is the lease.
-        Locking::Auto if kind == BackendKind::Mongo => Ok(Strategy::Lease),
-        Locking::Auto | Locking::Session if kind.has_session_lock() => Ok(Strategy::Session),
-        Locking::Auto | Locking::Session => failed(format!(
-            "{} has no named session locks, so this run cannot be locked; nothing was read or \
-             changed. If several processes may migrate this database, use --locking lease \
-             (`locking = \"lease\"`); if a single runner is guaranteed (development, tests), \
-             run with --no-lock (`locking = false`)",
-            kind.name()
-        )),
+        Locking::Auto if support.lease_is_native => Ok(Strategy::Lease),
+        Locking::Auto | Locking::Session if support.session_lock => Ok(Strategy::Session),
+        Locking::Auto | Locking::Session => Err(NoSessionLock {
+            database: support.database,
+        }),
         Locking::Lease => Ok(Strategy::Lease),
     }
 }
 
-/// `INTERRUPTED` by a signal that came while waiting for the lock: nothing had started.
-pub(crate) fn interrupted_while_waiting(waited: Duration) -> Error {
-    Error::new(ErrorKind::Interrupted {
-        remaining: Vec::new(),
-    })
-    .after_waiting(waited)
+/// The table (or collection) holding the lease: `<history>_lock`.
+pub(crate) fn lease_table(history_table: &str) -> String {
+    format!("{history_table}_lock")
 }
 
-/// `held` after the wait ran out: says how long we waited when a wait was asked for, so
-/// the advice is not to wait again (a zero wait is no wait; its advice is to wait).
-pub(crate) fn after_wait(held: Error, wait: LockWait, waited: Duration) -> Error {
-    match wait {
-        LockWait::For(limit) if limit.is_zero() => held,
-        _ => held.after_waiting(waited),
+/// What the chosen strategy contends with: nothing, the history connection's session lock,
+/// or a lease store on a connection of its own.
+pub(crate) enum Primitive<'a> {
+    Off,
+    Session(&'a mut dyn SessionLock),
+    Lease(Box<dyn LeaseStore>),
+}
+
+/// Takes the lock, waiting as `waiting` allows. On failure nothing is held and a lease
+/// store is closed.
+pub(crate) async fn acquire(primitive: Primitive<'_>, waiting: &Waiting<'_>) -> Result<HeldLock> {
+    match primitive {
+        Primitive::Off => {
+            waiting.events.emit(Event::Unlocked {
+                connection: waiting.connection.to_string(),
+            });
+            Ok(HeldLock::Off)
+        }
+        Primitive::Session(lock) => {
+            wait::contend(&mut SessionContender(lock), waiting).await?;
+            Ok(HeldLock::Session)
+        }
+        Primitive::Lease(mut store) => {
+            let request = LeaseRequest::new(waiting.operation, waiting.lease_ttl);
+            let mut contender = lease::LeaseContender::new(store.as_mut(), &request);
+            match wait::contend(&mut contender, waiting).await {
+                Ok(()) => Ok(HeldLock::Lease(lease::LeaseGuard::start(store, &request))),
+                Err(error) => {
+                    store.close().await;
+                    Err(error)
+                }
+            }
+        }
     }
 }
 
-/// What a waiting runner needs to report.
-pub(crate) struct LockTarget<'a> {
-    pub connection: &'a str,
-    pub table: &'a str,
-    pub wait: LockWait,
+/// The lock's state as `status` and `unlock` show it, read through the strategy's primitive.
+pub(crate) async fn inspect(primitive: Primitive<'_>) -> Result<LockState> {
+    match primitive {
+        Primitive::Off => Ok(LockState::Off),
+        Primitive::Session(lock) => Ok(match lock.holder().await? {
+            Some(holder) => LockState::Held {
+                holder,
+                malformed: false,
+            },
+            None => LockState::Free,
+        }),
+        Primitive::Lease(mut store) => {
+            let observed = store.observe().await;
+            store.close().await;
+            Ok(lease::state_of(observed?))
+        }
+    }
 }
 
-/// Takes a session lock, retrying until it is free or the wait runs out.
-///
-/// A wait ends by the deadline (a blocking attempt is given no more than the time left), so
-/// once this returns `MIGRATION_LOCK_HELD` no attempt is left in flight. An attempt abandoned
-/// by a shutdown signal is the backend's to cancel when the connection is closed.
-pub(crate) async fn acquire_session_lock(
-    lock: &mut dyn SessionLock,
-    target: &LockTarget<'_>,
-    events: &EventSink,
-    shutdown: Option<&watch::Receiver<bool>>,
-) -> Result<()> {
-    let started = Instant::now();
-    let deadline = match target.wait {
-        LockWait::Forever => None,
-        LockWait::For(limit) => Some(started + limit),
-    };
-    let mut next_report = started;
-    loop {
-        if lock.try_lock(target.table).await? {
-            events.emit(Event::LockAcquired {
-                lock: LOCK_NAME.to_string(),
-                connection: target.connection.to_string(),
-                waited: started.elapsed(),
-            });
-            return Ok(());
-        }
-        if shutdown.is_some_and(|rx| *rx.borrow()) {
-            return Err(interrupted_while_waiting(started.elapsed()));
-        }
-        let now = Instant::now();
-        let remaining = deadline.map(|d| d.saturating_duration_since(now));
-        if remaining == Some(Duration::ZERO) {
-            let holder = lock.holder(target.table).await.ok().flatten();
-            let held = Error::new(ErrorKind::LockHeld {
-                lock: LOCK_NAME.to_string(),
-                connection: target.connection.to_string(),
-                holder: holder.map(|h| h.to_string()),
-            });
-            return Err(after_wait(held, target.wait, started.elapsed()));
-        }
-        if now >= next_report {
-            let holder = lock.holder(target.table).await.ok().flatten();
-            events.emit(Event::LockWaiting {
-                lock: LOCK_NAME.to_string(),
-                connection: target.connection.to_string(),
-                holder,
-                waited: now - started,
-            });
-            next_report = now + HOLDER_REPORT_INTERVAL;
-        }
-        let nap = remaining.map_or(MAX_RETRY_INTERVAL, |r| r.min(MAX_RETRY_INTERVAL));
-        match shutdown {
-            Some(rx) => {
-                // A clone has seen what `rx` has seen, so a signal sent since it was last
-                // read wakes this at once.
-                let mut signal = rx.clone();
-                tokio::select! {
-                    waited = lock.wait_for_release(target.table, nap) => waited?,
-                    _ = signal.wait_for(|stop| *stop) => {
-                        return Err(interrupted_while_waiting(started.elapsed()));
-                    }
-                }
-            }
-            None => lock.wait_for_release(target.table, nap).await?,
-        }
+/// Waiting for a session lock: retry the non-blocking attempt, pausing as the database
+/// pauses best in between.
+struct SessionContender<'a>(&'a mut dyn SessionLock);
+
+#[async_trait]
+impl wait::Contender for SessionContender<'_> {
+    async fn try_take(&mut self) -> Result<bool> {
+        self.0.try_lock().await
+    }
+
+    async fn holder(&mut self) -> Result<Option<LockHolder>> {
+        self.0.holder().await
+    }
+
+    async fn pause(&mut self, remaining: Option<Duration>) -> Result<()> {
+        let pause = remaining.map_or(MAX_SESSION_PAUSE, |r| r.min(MAX_SESSION_PAUSE));
+        self.0.wait_for_release(pause).await
     }
 }
 
@@ -190,18 +216,30 @@ pub(crate) async fn acquire_session_lock(
 mod tests {
     use super::*;
 
+    const SQLITE: LockSupport = LockSupport {
+        database: "sqlite",
+        session_lock: false,
+        lease_is_native: false,
+    };
+
     #[test]
     fn sqlite_refuses_native_locking_but_runs_unlocked_on_request() {
-        let err = resolve_strategy(Locking::Auto, BackendKind::Sqlite, "default").unwrap_err();
+        let refused = resolve_strategy(Locking::Auto, SQLITE).unwrap_err();
+        let err = refused.into_error("default");
         assert_eq!(err.code(), crate::Code::MigrationLockFailed);
         assert_eq!(err.lock_context(), Some((LOCK_NAME, "default")));
         assert!(err.to_string().contains("--no-lock"));
         assert_eq!(
-            resolve_strategy(Locking::Off, BackendKind::Sqlite, "default").unwrap(),
+            resolve_strategy(Locking::Off, SQLITE).unwrap(),
             Strategy::Off
         );
+        let postgres = LockSupport {
+            database: "postgres",
+            session_lock: true,
+            lease_is_native: false,
+        };
         assert_eq!(
-            resolve_strategy(Locking::Auto, BackendKind::Postgres, "default").unwrap(),
+            resolve_strategy(Locking::Auto, postgres).unwrap(),
             Strategy::Session
         );
     }

@@ -13,12 +13,14 @@ use crate::history::{AppliedMigration, RecordState};
 use crate::migration::{Direction, Migration};
 
 mod adoption;
-pub use adoption::{
-    plan_adoption, AdoptionPlan, AdoptionRefusal, ForeignFailure, ForeignHistory, Through,
-};
+mod records;
+pub use adoption::{plan_adoption, AdoptionPlan, ForeignFailure, ForeignHistory, Through};
+pub use records::Resolution;
+pub(crate) use records::{plan_baseline, plan_resolution, Recording};
 
 /// What a rollback reverses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RollbackScope {
     /// Every migration of the most recent batch (the default).
     LastBatch,
@@ -33,6 +35,7 @@ pub enum RollbackScope {
 
 /// A command the planner turns into steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Command {
     Migrate,
     Rollback(RollbackScope),
@@ -72,6 +75,11 @@ pub struct PlannedStep<'a> {
 }
 
 impl PlannedStep<'_> {
+    /// A down step that is empty or only comments: recorded without sending anything.
+    pub fn reverses_nothing(&self) -> bool {
+        self.direction == Direction::Down && self.migration.down_is_blank
+    }
+
     /// The SQL (or commands) this step runs.
     pub fn text(&self) -> &str {
         self.migration
@@ -91,8 +99,10 @@ pub struct Plan<'a> {
     pub warnings: Vec<Warning>,
 }
 
+#[cfg(test)]
 impl Plan<'_> {
-    pub fn is_empty(&self) -> bool {
+    /// Does nothing at all (the tests' way to say "nothing to do").
+    fn is_empty(&self) -> bool {
         !self.drop_all && self.steps.is_empty()
     }
 }
@@ -103,28 +113,6 @@ impl Plan<'_> {
 /// migration whose file is missing or changed, a target version nobody knows, a reversal
 /// of a migration without a down step, and (with `strict`) out-of-order pending migrations.
 /// `fresh` ignores the history, which it is about to drop.
-///
-/// # Examples
-///
-/// ```
-/// use dirthara::plan::{plan, Command, PlanOptions, RollbackScope};
-/// use dirthara::{Direction, Migration};
-///
-/// let available = vec![
-///     Migration::new(1, "users", "CREATE TABLE users (id INT)").with_down("DROP TABLE users"),
-///     Migration::new(2, "posts", "CREATE TABLE posts (id INT)").with_down("DROP TABLE posts"),
-/// ];
-/// // Nothing applied yet: migrate plans both, as batch 1.
-/// let planned = plan(&available, &[], Command::Migrate, PlanOptions::default())?;
-/// assert_eq!(planned.batch, 1);
-/// assert_eq!(planned.steps.len(), 2);
-/// assert_eq!(planned.steps[0].direction, Direction::Up);
-/// // Refusals come before anything runs: there is no version 9.
-/// let refused = plan(&available, &[], Command::MigrateTo(9), PlanOptions::default());
-/// assert_eq!(refused.unwrap_err().code(), dirthara::Code::UnknownVersion);
-/// # let _ = RollbackScope::All;
-/// # Ok::<(), dirthara::Error>(())
-/// ```
 pub fn plan<'a>(
     available: &'a [Migration],
     applied: &[AppliedMigration],
@@ -251,13 +239,13 @@ fn verify_history(
                     name: record.name.clone(),
                 }))
             }
-            Some(migration) if migration.checksum != record.checksum => {
+            Some(migration) if migration.checksum() != record.checksum => {
                 return Err(Error::new(ErrorKind::ChecksumMismatch {
                     version: record.version,
                     name: record.name.clone(),
                     file: migration.origin.clone(),
                     recorded: record.checksum.clone(),
-                    actual: migration.checksum.clone(),
+                    actual: migration.checksum().to_string(),
                 }))
             }
             Some(_) => {}
@@ -320,6 +308,7 @@ fn rollback_set<'h>(
 /// The state of one migration, as `status` reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum MigrationState {
     Applied,
     Pending,
@@ -333,6 +322,7 @@ pub enum MigrationState {
 
 /// One line of `status`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct MigrationStatus {
     pub version: i64,
     pub name: String,
@@ -356,7 +346,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
         let state = match record {
             None => MigrationState::Pending,
             Some(r) if r.state == RecordState::Running => MigrationState::Dirty,
-            Some(r) if r.checksum != migration.checksum => MigrationState::Modified,
+            Some(r) if r.checksum != migration.checksum() => MigrationState::Modified,
             Some(_) => MigrationState::Applied,
         };
         lines.insert(

@@ -6,18 +6,7 @@ use crate::events::{LockHolder, Warning};
 use crate::migration::Direction;
 use crate::plan::MigrationStatus;
 
-/// One step that ran and was recorded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct StepReport {
-    pub version: i64,
-    pub name: String,
-    pub direction: Direction,
-    pub connection: String,
-    pub duration_ms: u64,
-    /// A down step that is empty or only comments: recorded as reversed, nothing was sent.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub reverses_nothing: bool,
-}
+pub use crate::step_report::StepReport;
 
 /// Which command produced a report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
@@ -71,6 +60,7 @@ impl From<crate::plan::Command> for Operation {
 
 /// The result of a command that changes the database.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[non_exhaustive]
 pub struct RunReport {
     pub operation: Operation,
     /// The batch the applied migrations were recorded under (none when nothing was applied).
@@ -90,6 +80,7 @@ pub struct RunReport {
 
 /// A step as `preview` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct PreviewStep {
     pub version: i64,
     pub name: String,
@@ -114,6 +105,7 @@ pub const PREVIEW_NOTICE: &str =
 
 /// What a command would do, computed without a lock: it may be stale as soon as it returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct Preview {
     pub operation: Operation,
     /// [`PREVIEW_NOTICE`]: the plan may be stale as soon as it is shown.
@@ -130,6 +122,7 @@ pub struct Preview {
 /// The lock's state, as `status` and `unlock` report it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "state", rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum LockState {
     Free,
     Held {
@@ -157,6 +150,7 @@ pub enum LockState {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct LockReport {
     pub name: String,
     pub connection: String,
@@ -167,6 +161,7 @@ pub struct LockReport {
 
 /// Everything `status` shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct StatusReport {
     pub migrations: Vec<MigrationStatus>,
     pub lock: LockReport,
@@ -174,6 +169,7 @@ pub struct StatusReport {
 
 /// What `unlock --force` did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
 pub struct ForceUnlockReport {
     pub lock: LockReport,
     /// Sessions terminated / documents deleted; empty when the lock was free.

@@ -13,8 +13,8 @@ async fn embedded_migrations_migrate_a_database_without_the_files() {
         vec![(1, "create_notes"), (2, "first_note")]
     );
     assert_eq!(
-        migrations[0].checksum,
-        dirthara::migration::checksum(&migrations[0].up)
+        migrations[0].checksum(),
+        dirthara::checksum(migrations[0].up())
     );
     assert!(
         migrations[1].down.is_none(),

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use dirthara::backend::redact_url;
+use dirthara::redact_url;
 use dirthara::Config;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestRunner};

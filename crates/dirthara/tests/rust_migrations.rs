@@ -1,7 +1,7 @@
 //! Migrations written in Rust, mixed with file migrations, on SQLite.
 
-use dirthara::code::{Connection, RustMigration, StepError};
 use dirthara::{Code, Config, Locking, Migrator, RollbackScope};
+use dirthara::{Connection, RustMigration, StepError};
 
 struct SeedUsers {
     revision: &'static str,
@@ -150,7 +150,7 @@ async fn a_failing_rust_migration_rolls_back_with_its_record() {
     let status = migrator.status().await.unwrap();
     assert_eq!(
         status.migrations[1].state,
-        dirthara::plan::MigrationState::Pending
+        dirthara::MigrationState::Pending
     );
 }
 

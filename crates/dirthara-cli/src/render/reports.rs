@@ -1,11 +1,11 @@
 //! The result of a command that succeeded: one JSON document (`--output json`), a last
 //! `"event": "result"` line (`--output ndjson`), or lines and tables for people.
 
-use dirthara::adopt::AdoptionReport;
-use dirthara::report::{
+use dirthara::AdoptionReport;
+use dirthara::Direction;
+use dirthara::{
     ForceUnlockReport, LockReport, LockState, Operation, Preview, RunReport, StatusReport,
 };
-use dirthara::Direction;
 
 use super::{stderr_line, stdout_line, warning_line, Renderer};
 use crate::cli::OutputFormat;
@@ -255,5 +255,7 @@ fn lock_line(lock: &LockReport) -> String {
         LockState::Unsupported { reason } => format!("{head} none: {reason}"),
         LockState::Off => format!("{head} off (locking = false)"),
         LockState::Unknown { reason } => format!("{head} state unknown: {reason}"),
+        // A state a newer library reports that this renderer does not know by name.
+        other => format!("{head} {other:?}"),
     }
 }

@@ -7,17 +7,20 @@ use async_trait::async_trait;
 
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 use super::database_message;
-use super::{jittered, redact_url, Backend, BackendKind};
+use super::{Backend, BackendKind};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink};
+use crate::lock::jittered;
+use crate::redact::redact_url;
 
 /// What the engine needs to open a connection.
 #[derive(Debug, Clone)]
-pub struct ConnectRequest {
+pub(crate) struct ConnectRequest {
     /// The connection's configured name.
     pub name: String,
     pub url: String,
     /// The command, for the session's self-description (`dirthara migrate host:pid`).
+    #[cfg_attr(not(any(feature = "postgres", feature = "mongodb")), allow(dead_code))]
     pub operation: String,
     pub connect_timeout: Duration,
     /// The command only reads: it must not create anything (e.g. a missing SQLite file).
@@ -25,11 +28,13 @@ pub struct ConnectRequest {
     /// SQL run on every session opened on this connection, before anything else
     /// (`init_sql`): `SET lock_timeout = '5s'`, `SET ROLE migrator`, ...
     pub init_sql: Option<String>,
+    /// The history table (bare name): fixed per connection, like the schema it resolves to.
+    pub history_table: String,
 }
 
 /// Opens connections. The default one dispatches on the URL scheme.
 #[async_trait]
-pub trait Connector: Send + Sync {
+pub(crate) trait Connector: Send + Sync {
     async fn connect(
         &self,
         request: &ConnectRequest,
@@ -45,7 +50,7 @@ pub(crate) struct ConnectFailure {
 
 /// Connects by URL scheme, retrying a database that is not reachable yet up to the timeout.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct UrlConnector;
+pub(crate) struct UrlConnector;
 
 #[async_trait]
 impl Connector for UrlConnector {

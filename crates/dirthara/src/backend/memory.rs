@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Backend, BackendKind, ConnectRequest, Connector, SessionLock, StepFailure};
+use super::{Backend, BackendKind, ConnectRequest, Connector, Step, StepBody, StepFailure};
 use crate::error::{DatabaseError, Error, Result};
 use crate::events::{EventSink, LockHolder};
 use crate::history::{AppliedMigration, HistoryChange};
+use crate::lock::SessionLock;
 
 #[derive(Debug, Default)]
 pub(crate) struct MemoryDb {
@@ -137,18 +138,14 @@ impl Backend for MemoryBackend {
         BackendKind::Memory
     }
 
-    fn connection(&self) -> &str {
-        &self.connection
-    }
-
-    async fn read_history(&mut self, _table: &str) -> Result<Option<Vec<AppliedMigration>>> {
+    async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
         Ok(self.with(|db| {
             db.calls.push("read".into());
             db.history.as_ref().map(|h| h.values().cloned().collect())
         }))
     }
 
-    async fn prepare_history(&mut self, _table: &str) -> Result<()> {
+    async fn prepare_history(&mut self) -> Result<()> {
         self.with(|db| {
             db.calls.push("prepare".into());
             db.history.get_or_insert_with(BTreeMap::new);
@@ -160,25 +157,24 @@ impl Backend for MemoryBackend {
         !self.with(|db| db.non_transactional)
     }
 
-    async fn run_step(
-        &mut self,
-        text: &str,
-        _transactional: bool,
-    ) -> std::result::Result<(), StepFailure> {
-        let connection = self.connection.clone();
-        self.with(|db| {
-            db.calls.push(format!("step on {connection}"));
-            run_text(db, text)
-        })
-        .map_err(|message| StepFailure::new(DatabaseError::from_message(message)))
-    }
-
-    async fn run_step_recorded(
-        &mut self,
-        text: &str,
-        _table: &str,
-        change: &HistoryChange,
-    ) -> std::result::Result<(), StepFailure> {
+    async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
+        let text = match step.body {
+            StepBody::Text(text) => text,
+            StepBody::Code(..) => {
+                return Err(StepFailure::refused(
+                    "memory connections cannot run Rust migrations",
+                ))
+            }
+        };
+        let Some(change) = step.record else {
+            let connection = self.connection.clone();
+            return self
+                .with(|db| {
+                    db.calls.push(format!("step on {connection}"));
+                    run_text(db, text)
+                })
+                .map_err(|message| StepFailure::new(DatabaseError::from_message(message)));
+        };
         self.with(|db| {
             db.calls.push("step+record".into());
             // All or nothing: run against a copy of the tables, keep it only on success.
@@ -196,10 +192,12 @@ impl Backend for MemoryBackend {
         })
     }
 
-    async fn record(&mut self, _table: &str, change: &HistoryChange) -> Result<()> {
+    async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
         self.with(|db| {
-            db.calls.push("record".into());
-            apply_change(db, change);
+            for change in changes {
+                db.calls.push("record".into());
+                apply_change(db, change);
+            }
         });
         Ok(())
     }
@@ -223,10 +221,7 @@ impl Backend for MemoryBackend {
         Some(self)
     }
 
-    async fn open_lease_store(
-        &mut self,
-        _table: &str,
-    ) -> Result<Box<dyn crate::lock::lease::LeaseStore>> {
+    async fn open_lease_store(&mut self) -> Result<Box<dyn crate::lock::LeaseStore>> {
         Ok(Box::new(self.with(|db| db.lease.clone())))
     }
 
@@ -244,7 +239,7 @@ impl Backend for MemoryBackend {
 
 #[async_trait]
 impl SessionLock for MemoryBackend {
-    async fn try_lock(&mut self, _table: &str) -> Result<bool> {
+    async fn try_lock(&mut self) -> Result<bool> {
         let session = self.session;
         Ok(self.with(|db| {
             db.calls.push("lock".into());
@@ -258,12 +253,12 @@ impl SessionLock for MemoryBackend {
         }))
     }
 
-    async fn holds_lock(&mut self, _table: &str) -> Result<bool> {
+    async fn holds_lock(&mut self) -> Result<bool> {
         let session = self.session;
         Ok(self.with(|db| db.lock_holder == Some(session)))
     }
 
-    async fn unlock(&mut self, _table: &str) -> Result<()> {
+    async fn unlock(&mut self) -> Result<()> {
         let session = self.session;
         self.with(|db| {
             db.calls.push("unlock".into());
@@ -280,7 +275,7 @@ impl SessionLock for MemoryBackend {
         })
     }
 
-    async fn holder(&mut self, _table: &str) -> Result<Option<LockHolder>> {
+    async fn holder(&mut self) -> Result<Option<LockHolder>> {
         Ok(self.with(|db| {
             db.lock_holder.map(|id| LockHolder {
                 session_id: Some(id as i64),
@@ -290,12 +285,12 @@ impl SessionLock for MemoryBackend {
         }))
     }
 
-    async fn wait_for_release(&mut self, _table: &str, max: Duration) -> Result<()> {
+    async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
         tokio::time::sleep(max.min(Duration::from_millis(5))).await;
         Ok(())
     }
 
-    async fn force_unlock(&mut self, _table: &str) -> Result<Vec<String>> {
+    async fn force_unlock(&mut self) -> Result<Vec<String>> {
         Ok(self.with(|db| match db.lock_holder.take() {
             Some(id) => vec![format!("session {id}")],
             None => Vec::new(),

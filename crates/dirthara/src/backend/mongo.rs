@@ -8,28 +8,33 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mongodb::bson::{doc, Bson, DateTime, Document};
-use mongodb::error::{ErrorKind as MongoErrorKind, WriteFailure};
+use mongodb::bson::{doc, Document};
+use mongodb::error::ErrorKind as MongoErrorKind;
 use mongodb::options::ClientOptions;
-use mongodb::{Client, ClientSession, Collection, Database};
+use mongodb::{Client, ClientSession, Database};
 
-use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest, StepFailure};
+use super::history_tables::Known;
+use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest};
+use super::{Step, StepBody, StepFailure};
 use crate::code::{Connection, RustMigration};
 use crate::error::{DatabaseError, Error, Result};
-use crate::history::{
-    check_layout, foreign_history, AppliedMigration, HistoryChange, RecordState,
-    HISTORY_LAYOUT_VERSION,
-};
-use crate::lock::lease::LeaseStore;
+use crate::history::{AppliedMigration, HistoryChange};
+use crate::lock::{lease_table, LeaseStore};
 use crate::migration::Direction;
-use crate::source::parse_commands;
 
+mod commands;
+mod history;
 mod lease;
+
+pub(crate) use commands::{mongo_code, mongo_message};
 
 pub(crate) struct MongoBackend {
     client: Client,
     db: Database,
     connection: String,
+    /// The history collection's name, fixed per connection.
+    table: String,
+    known: Known,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -74,201 +79,40 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         client,
         db,
         connection: request.name.clone(),
+        table: request.history_table.clone(),
+        known: Known::default(),
     }))
 }
 
-/// The server's message (and code) for an error, without the driver's wrapping.
-pub(crate) fn mongo_message(error: &mongodb::error::Error) -> String {
-    match &*error.kind {
-        MongoErrorKind::Command(c) => format!("{} (code {})", c.message, c.code),
-        MongoErrorKind::Write(WriteFailure::WriteError(w)) => {
-            format!("{} (code {})", w.message, w.code)
-        }
-        MongoErrorKind::Write(WriteFailure::WriteConcernError(w)) => {
-            format!("write concern: {} (code {})", w.message, w.code)
-        }
-        _ => error.to_string(),
-    }
-}
-
-/// The server error code, whichever way the driver reports it.
-pub(crate) fn mongo_code(error: &mongodb::error::Error) -> Option<i32> {
-    match &*error.kind {
-        MongoErrorKind::Command(c) => Some(c.code),
-        MongoErrorKind::Write(WriteFailure::WriteError(w)) => Some(w.code),
-        MongoErrorKind::Write(WriteFailure::WriteConcernError(w)) => Some(w.code),
-        _ => None,
-    }
-}
-
-/// Turns a JSON command migration into BSON command documents (Extended JSON v2).
-fn commands(text: &str) -> std::result::Result<(Vec<Document>, bool), String> {
-    let parsed = parse_commands(text)?;
-    let mut documents = Vec::with_capacity(parsed.commands.len());
-    for (index, command) in parsed.commands.into_iter().enumerate() {
-        match Bson::try_from(serde_json::Value::Object(command)) {
-            Ok(Bson::Document(document)) => documents.push(document),
-            Ok(_) => return Err(format!("command #{} is not a document", index + 1)),
-            Err(e) => {
-                return Err(format!(
-                    "command #{} is not valid Extended JSON: {e}",
-                    index + 1
-                ))
-            }
-        }
-    }
-    Ok((documents, parsed.transaction))
-}
-
-/// A command's reply can say `ok: 1` and still report failed writes.
-fn check_reply(index: usize, reply: &Document) -> std::result::Result<(), String> {
-    if let Ok(errors) = reply.get_array("writeErrors") {
-        if let Some(Bson::Document(first)) = errors.first() {
-            return Err(format!(
-                "command #{}: write error: {} (code {})",
-                index + 1,
-                first.get_str("errmsg").unwrap_or("unknown"),
-                first.get_i32("code").unwrap_or_default()
-            ));
-        }
-    }
-    if let Ok(concern) = reply.get_document("writeConcernError") {
-        return Err(format!(
-            "command #{}: write concern error: {}",
-            index + 1,
-            concern.get_str("errmsg").unwrap_or("unknown")
-        ));
-    }
-    Ok(())
+/// What a step runs inside (or outside) its transaction.
+enum Work<'a> {
+    Commands(Vec<Document>),
+    Code(&'a dyn RustMigration, Direction),
 }
 
 impl MongoBackend {
-    fn history(&self, table: &str) -> Collection<Document> {
-        self.db.collection(table)
-    }
-
     fn error(&self, error: mongodb::error::Error) -> Error {
         Error::history(&self.connection, mongo_message(&error))
     }
 
-    async fn existing(&self, table: &str) -> Result<(bool, bool)> {
-        let meta = format!("{table}_meta");
-        let names = self
-            .db
-            .list_collection_names()
-            .filter(doc! { "name": { "$in": [table, &meta] } })
-            .await
-            .map_err(|e| self.error(e))?;
-        Ok((names.iter().any(|n| n == table), names.contains(&meta)))
-    }
-
-    async fn layout_version(&self, table: &str) -> Result<i64> {
-        let meta = self.db.collection::<Document>(&format!("{table}_meta"));
-        let found = meta
-            .find_one(doc! { "_id": "layout_version" })
-            .await
-            .map_err(|e| self.error(e))?;
-        found
-            .and_then(|d| {
-                d.get("value")
-                    .and_then(Bson::as_i64)
-                    .or_else(|| d.get_i32("value").ok().map(i64::from))
-            })
-            .ok_or_else(|| {
-                Error::history(
-                    &self.connection,
-                    format!("`{table}_meta` has no readable layout_version"),
-                )
-            })
-    }
-
-    async fn run_commands(
+    async fn perform(
         &self,
-        documents: Vec<Document>,
-        mut session: Option<&mut ClientSession>,
-    ) -> std::result::Result<(), StepFailure> {
-        for (index, command) in documents.into_iter().enumerate() {
-            let reply = match session.as_deref_mut() {
-                Some(session) => self.db.run_command(command).session(session).await,
-                None => self.db.run_command(command).await,
-            };
-            let reply = reply.map_err(|e| {
-                // The code goes in `number` (printed once, after the message).
-                let text = match &*e.kind {
-                    MongoErrorKind::Command(c) => c.message.clone(),
-                    _ => mongo_message(&e),
-                };
-                let error = DatabaseError {
-                    message: format!("command #{}: {text}", index + 1),
-                    number: mongo_code(&e).map(i64::from),
-                    connection_lost: matches!(*e.kind, MongoErrorKind::Io(_)),
-                    ..DatabaseError::default()
-                };
-                // A command the server refused (`ok: 0`) changed nothing; if it was the
-                // first, the migration changed nothing at all.
-                let refused = matches!(*e.kind, MongoErrorKind::Command(_));
-                StepFailure {
-                    error: Box::new(error),
-                    nothing_changed: refused && index == 0,
-                }
-            })?;
-            check_reply(index, &reply)
-                .map_err(|message| StepFailure::new(DatabaseError::from_message(message)))?;
-        }
-        Ok(())
-    }
-
-    async fn apply_change(
-        &self,
-        table: &str,
-        change: &HistoryChange,
+        work: Work<'_>,
         session: Option<&mut ClientSession>,
-    ) -> std::result::Result<(), mongodb::error::Error> {
-        let history = self.history(table);
-        let now = DateTime::now();
-        macro_rules! run {
-            ($action:expr) => {
-                match session {
-                    Some(s) => $action.session(s).await.map(|_| ()),
-                    None => $action.await.map(|_| ()),
-                }
-            };
-        }
-        match change {
-            HistoryChange::Insert {
-                version,
-                name,
-                checksum,
-                batch,
-                state,
-                duration_ms,
-                applied_by,
-            } => {
-                let record = doc! {
-                    "_id": *version,
-                    "name": name,
-                    "checksum": checksum,
-                    "batch": *batch,
-                    "state": state.as_str(),
-                    "appliedAt": now,
-                    "durationMs": duration_ms.unwrap_or(0),
-                    "appliedBy": applied_by,
+    ) -> std::result::Result<(), StepFailure> {
+        match work {
+            Work::Commands(documents) => commands::run(&self.db, documents, session).await,
+            Work::Code(code, direction) => {
+                let conn = Connection::Mongo {
+                    db: &self.db,
+                    session,
                 };
-                run!(history.insert_one(record))
+                match direction {
+                    Direction::Up => code.up(conn).await,
+                    Direction::Down => code.down(conn).await,
+                }
+                .map_err(|e| StepFailure::new(DatabaseError::from_message(e.to_string())))
             }
-            HistoryChange::MarkApplied { version, duration_ms } => run!(history.update_one(
-                doc! { "_id": *version },
-                doc! { "$set": { "state": "applied", "durationMs": *duration_ms, "appliedAt": now } }
-            )),
-            HistoryChange::SetState { version, state } => run!(history.update_one(
-                doc! { "_id": *version },
-                doc! { "$set": { "state": state.as_str() } }
-            )),
-            HistoryChange::SetChecksum { version, checksum } => run!(history.update_one(
-                doc! { "_id": *version },
-                doc! { "$set": { "checksum": checksum } }
-            )),
-            HistoryChange::Delete { version } => run!(history.delete_one(doc! { "_id": *version })),
         }
     }
 
@@ -286,26 +130,6 @@ impl MongoBackend {
             ))
         })?;
         Ok(session)
-    }
-
-    /// Runs the commands (and a history change) in one transaction on a replica set.
-    async fn in_transaction(
-        &self,
-        documents: Vec<Document>,
-        record: Option<(&str, HistoryChange)>,
-    ) -> std::result::Result<(), StepFailure> {
-        let started = std::time::Instant::now();
-        let mut session = self.begin().await?;
-        let mut result = self.run_commands(documents, Some(&mut session)).await;
-        if let (Ok(()), Some((table, change))) = (&result, &record) {
-            // Measured once the commands ran, inside the transaction the record commits with.
-            let change = change.measured(started.elapsed());
-            result = self
-                .apply_change(table, &change, Some(&mut session))
-                .await
-                .map_err(|e| history_record_failure(&e));
-        }
-        end(session, result).await
     }
 }
 
@@ -333,99 +157,24 @@ async fn end(
     }
 }
 
-fn parse_record(document: &Document) -> Option<AppliedMigration> {
-    let int = |key: &str| {
-        document
-            .get(key)
-            .and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)))
-    };
-    Some(AppliedMigration {
-        version: int("_id")?,
-        name: document.get_str("name").ok()?.to_string(),
-        checksum: document.get_str("checksum").ok()?.to_string(),
-        batch: int("batch")?,
-        state: RecordState::parse(document.get_str("state").ok()?)?,
-        // Whole seconds, like the SQL backends: `...:05Z`, not `...:05.123Z`.
-        applied_at: document
-            .get_datetime("appliedAt")
-            .ok()
-            .and_then(|d| d.try_to_rfc3339_string().ok())
-            .map(|text| match text.split_once('.') {
-                Some((seconds, _)) => format!("{seconds}Z"),
-                None => text,
-            })
-            .unwrap_or_default(),
-        duration_ms: int("durationMs").unwrap_or(0),
-        applied_by: document
-            .get_str("appliedBy")
-            .unwrap_or_default()
-            .to_string(),
-    })
-}
-
 #[async_trait]
 impl Backend for MongoBackend {
     fn kind(&self) -> BackendKind {
         BackendKind::Mongo
     }
 
-    fn connection(&self) -> &str {
-        &self.connection
+    async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
+        let mut known = std::mem::take(&mut self.known);
+        let read = known.read(self).await;
+        self.known = known;
+        read
     }
 
-    async fn read_history(&mut self, table: &str) -> Result<Option<Vec<AppliedMigration>>> {
-        let (history, meta) = self.existing(table).await?;
-        if meta {
-            let layout = self.layout_version(table).await?;
-            check_layout(&self.connection, table, layout)?;
-        }
-        if !history {
-            return Ok(None);
-        }
-        if !meta {
-            return Err(foreign_history(&self.connection, table));
-        }
-        let mut cursor = self
-            .history(table)
-            .find(doc! {})
-            .sort(doc! { "_id": 1 })
-            .await
-            .map_err(|e| self.error(e))?;
-        let mut records = Vec::new();
-        while cursor.advance().await.map_err(|e| self.error(e))? {
-            let document = cursor.deserialize_current().map_err(|e| self.error(e))?;
-            records.push(parse_record(&document).ok_or_else(|| {
-                Error::history(
-                    &self.connection,
-                    format!("`{table}` has a malformed record: {document}"),
-                )
-            })?);
-        }
-        Ok(Some(records))
-    }
-
-    async fn prepare_history(&mut self, table: &str) -> Result<()> {
-        let (history, meta) = self.existing(table).await?;
-        if history && !meta {
-            return Err(foreign_history(&self.connection, table));
-        }
-        if meta {
-            let layout = self.layout_version(table).await?;
-            check_layout(&self.connection, table, layout)?;
-        } else {
-            self.db
-                .collection::<Document>(&format!("{table}_meta"))
-                .insert_one(doc! { "_id": "layout_version", "value": HISTORY_LAYOUT_VERSION })
-                .await
-                .map_err(|e| self.error(e))?;
-        }
-        if !history {
-            self.db
-                .create_collection(table)
-                .await
-                .map_err(|e| self.error(e))?;
-        }
-        Ok(())
+    async fn prepare_history(&mut self) -> Result<()> {
+        let mut known = std::mem::take(&mut self.known);
+        let prepared = known.prepare(self).await;
+        self.known = known;
+        prepared
     }
 
     /// A step declared `"transaction": true` commits with its record.
@@ -433,82 +182,44 @@ impl Backend for MongoBackend {
         true
     }
 
-    async fn run_step(
-        &mut self,
-        text: &str,
-        transactional: bool,
-    ) -> std::result::Result<(), StepFailure> {
-        let (documents, _) = commands(text).map_err(StepFailure::refused)?;
-        if transactional {
-            self.in_transaction(documents, None).await
-        } else {
-            self.run_commands(documents, None).await
-        }
-    }
-
-    async fn run_step_recorded(
-        &mut self,
-        text: &str,
-        table: &str,
-        change: &HistoryChange,
-    ) -> std::result::Result<(), StepFailure> {
-        let (documents, _) = commands(text).map_err(StepFailure::refused)?;
-        self.in_transaction(documents, Some((table, change.clone())))
-            .await
-    }
-
-    async fn run_code(
-        &mut self,
-        code: &dyn RustMigration,
-        direction: Direction,
-        transactional: bool,
-        record: Option<(&str, &HistoryChange)>,
-    ) -> std::result::Result<(), StepFailure> {
-        async fn step(
-            code: &dyn RustMigration,
-            direction: Direction,
-            conn: Connection<'_>,
-        ) -> std::result::Result<(), StepFailure> {
-            match direction {
-                Direction::Up => code.up(conn).await,
-                Direction::Down => code.down(conn).await,
+    async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
+        let work = match step.body {
+            StepBody::Text(text) => {
+                let (documents, _) = commands::parse(text).map_err(StepFailure::refused)?;
+                Work::Commands(documents)
             }
-            .map_err(|e| StepFailure::new(DatabaseError::from_message(e.to_string())))
-        }
-        if !transactional {
-            let conn = Connection::Mongo {
-                db: &self.db,
-                session: None,
-            };
-            return step(code, direction, conn).await;
-        }
-        let mut session = self.begin().await?;
-        let started = std::time::Instant::now();
-        let conn = Connection::Mongo {
-            db: &self.db,
-            session: Some(&mut session),
+            StepBody::Code(code, direction) => Work::Code(code, direction),
         };
-        let mut result = step(code, direction, conn).await;
-        if let (Ok(()), Some((table, change))) = (&result, record) {
+        if !step.transactional && step.record.is_none() {
+            return self.perform(work, None).await;
+        }
+        let started = std::time::Instant::now();
+        let mut session = self.begin().await?;
+        let mut result = self.perform(work, Some(&mut session)).await;
+        if let (Ok(()), Some(change)) = (&result, step.record) {
+            // Measured once the step ran, inside the transaction the record commits with.
+            let change = change.measured(started.elapsed());
             result = self
-                .apply_change(
-                    table,
-                    &change.measured(started.elapsed()),
-                    Some(&mut session),
-                )
+                .apply_change(&change, Some(&mut session))
                 .await
                 .map_err(|e| history_record_failure(&e));
         }
         end(session, result).await
     }
 
-    async fn record(&mut self, table: &str, change: &HistoryChange) -> Result<()> {
-        self.apply_change(table, change, None)
-            .await
-            .map_err(|e| self.error(e))
+    async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
+        // One at a time: outside a replica set there are no transactions to group them in.
+        for change in changes {
+            self.apply_change(change, None)
+                .await
+                .map_err(|e| self.error(e))?;
+        }
+        Ok(())
     }
 
     async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
+        // The history goes too (unless kept): look again before using it.
+        self.known.forget();
         let names = self
             .db
             .list_collection_names()
@@ -530,9 +241,10 @@ impl Backend for MongoBackend {
         Ok(dropped)
     }
 
-    async fn open_lease_store(&mut self, table: &str) -> Result<Box<dyn LeaseStore>> {
+    async fn open_lease_store(&mut self) -> Result<Box<dyn LeaseStore>> {
         // The driver's client is a pool: the lease store shares it safely with the heartbeat.
-        let store = lease::MongoLeaseStore::open(self.db.clone(), table, &self.connection).await?;
+        let table = lease_table(&self.table);
+        let store = lease::MongoLeaseStore::open(self.db.clone(), &table, &self.connection).await?;
         Ok(Box::new(store))
     }
 

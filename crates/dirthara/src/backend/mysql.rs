@@ -22,11 +22,10 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 use super::sql::{Dialect, SqlBackend, SqlDriver};
 use super::{
     connect_failure, database_message, Backend, BackendKind, ConnectFailure, ConnectRequest,
-    SessionLock,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::LockHolder;
-use crate::lock::LOCK_NAME;
+use crate::lock::{SessionLock, LOCK_NAME};
 use crate::migration::hex;
 
 /// MySQL limits user-lock names to 64 characters.
@@ -37,6 +36,8 @@ pub(crate) struct MySqlDriver {
     options: MySqlConnectOptions,
     connection: String,
     database: String,
+    /// The lock's name as a SQL literal, from the database and history table.
+    key_literal: String,
     init_sql: Option<String>,
     /// The server's id for this connection (`CONNECTION_ID()`), to end it from another one.
     id: i64,
@@ -78,46 +79,42 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             transient: false,
         });
     };
-    Ok(Box::new(SqlBackend {
-        driver: MySqlDriver {
-            conn,
-            options,
-            connection: request.name.clone(),
-            database,
-            init_sql: request.init_sql.clone(),
-            id,
-            waiting: false,
-            granted: false,
-        },
-        kind: BackendKind::Mysql,
+    let driver = MySqlDriver {
+        conn,
+        options,
         connection: request.name.clone(),
-        ready: Vec::new(),
-    }))
+        key_literal: Dialect::Mysql.literal(&lock_key(&database, &request.history_table)),
+        database,
+        init_sql: request.init_sql.clone(),
+        id,
+        waiting: false,
+        granted: false,
+    };
+    Ok(Box::new(SqlBackend::new(
+        driver,
+        BackendKind::Mysql,
+        request,
+    )))
+}
+
+/// Named locks are server-wide, so the key carries the database and history table:
+/// unrelated databases on one server do not wait on each other.
+fn lock_key(database: &str, table: &str) -> String {
+    let readable = format!("{LOCK_NAME}:{database}.{table}");
+    if readable.len() <= MAX_LOCK_NAME {
+        return readable;
+    }
+    let digest = Sha256::digest(format!("{database}\0{table}").as_bytes());
+    format!("{LOCK_NAME}:{}", &hex(&digest)[..40])
 }
 
 impl MySqlDriver {
-    /// Named locks are server-wide, so the key carries the schema and history table:
-    /// unrelated schemas on one server do not wait on each other.
-    fn key(&self, table: &str) -> String {
-        let readable = format!("{LOCK_NAME}:{}.{table}", self.database);
-        if readable.len() <= MAX_LOCK_NAME {
-            return readable;
-        }
-        let digest = Sha256::digest(format!("{}\0{table}", self.database).as_bytes());
-        format!("{LOCK_NAME}:{}", &hex(&digest)[..40])
-    }
-
     fn lock_error(&self, error: sqlx::Error) -> Error {
         Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
             connection: self.connection.clone(),
             reason: database_message(&error),
         })
-    }
-
-    /// The lock's name as a SQL literal.
-    fn key_literal(&self, table: &str) -> String {
-        Dialect::Mysql.literal(&self.key(table))
     }
 
     /// The one value of a plain-text `SELECT` (NULL as `None`).
@@ -131,11 +128,8 @@ impl MySqlDriver {
             .map_err(|e| self.lock_error(e))
     }
 
-    async fn holder_id(&mut self, table: &str) -> Result<Option<i64>> {
-        let sql = format!(
-            "SELECT CAST(IS_USED_LOCK({}) AS SIGNED)",
-            self.key_literal(table)
-        );
+    async fn holder_id(&mut self) -> Result<Option<i64>> {
+        let sql = format!("SELECT CAST(IS_USED_LOCK({}) AS SIGNED)", self.key_literal);
         self.lock_scalar(&sql).await
     }
 }
@@ -177,6 +171,7 @@ impl SqlDriver for MySqlDriver {
             options: self.options.clone(),
             connection: self.connection.clone(),
             database: self.database.clone(),
+            key_literal: self.key_literal.clone(),
             init_sql: self.init_sql.clone(),
             id,
             waiting: false,
@@ -229,38 +224,35 @@ impl SqlDriver for MySqlDriver {
 
 #[async_trait]
 impl SessionLock for MySqlDriver {
-    async fn try_lock(&mut self, table: &str) -> Result<bool> {
+    async fn try_lock(&mut self) -> Result<bool> {
         if std::mem::take(&mut self.granted) {
             return Ok(true);
         }
         // Timeout 0: the attempt itself never blocks; `wait_for_release` does the waiting.
-        let sql = format!(
-            "SELECT CAST(GET_LOCK({}, 0) AS SIGNED)",
-            self.key_literal(table)
-        );
+        let sql = format!("SELECT CAST(GET_LOCK({}, 0) AS SIGNED)", self.key_literal);
         Ok(self.lock_scalar(&sql).await? == Some(1))
     }
 
-    async fn holds_lock(&mut self, table: &str) -> Result<bool> {
+    async fn holds_lock(&mut self) -> Result<bool> {
         let sql = format!(
             "SELECT CAST(IS_USED_LOCK({}) = CONNECTION_ID() AS SIGNED)",
-            self.key_literal(table)
+            self.key_literal
         );
         Ok(self.lock_scalar(&sql).await? == Some(1))
     }
 
-    async fn unlock(&mut self, table: &str) -> Result<()> {
-        let sql = format!("SELECT RELEASE_LOCK({})", self.key_literal(table));
+    async fn unlock(&mut self) -> Result<()> {
+        let sql = format!("SELECT RELEASE_LOCK({})", self.key_literal);
         self.lock_scalar(&sql).await.map(|_| ())
     }
 
     /// Blocks in `GET_LOCK` for at most `max`: the server wakes us the moment the holder
     /// releases. A granted lock is kept for the next `try_lock` to report. The wait is on
     /// this (the lock) session, so nothing else of ours is held up by it.
-    async fn wait_for_release(&mut self, table: &str, max: Duration) -> Result<()> {
+    async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
         let sql = format!(
             "SELECT CAST(GET_LOCK({}, {:.3}) AS SIGNED)",
-            self.key_literal(table),
+            self.key_literal,
             max.as_secs_f64()
         );
         // If this future is dropped mid-wait (Ctrl-C), `waiting` stays set and `close` ends
@@ -272,8 +264,8 @@ impl SessionLock for MySqlDriver {
         Ok(())
     }
 
-    async fn holder(&mut self, table: &str) -> Result<Option<LockHolder>> {
-        let Some(id) = self.holder_id(table).await? else {
+    async fn holder(&mut self) -> Result<Option<LockHolder>> {
+        let Some(id) = self.holder_id().await? else {
             return Ok(None);
         };
         let sql = format!(
@@ -307,8 +299,8 @@ impl SessionLock for MySqlDriver {
         Ok(Some(holder))
     }
 
-    async fn force_unlock(&mut self, table: &str) -> Result<Vec<String>> {
-        let Some(holder) = self.holder(table).await? else {
+    async fn force_unlock(&mut self) -> Result<Vec<String>> {
+        let Some(holder) = self.holder().await? else {
             return Ok(Vec::new());
         };
         let id = holder.session_id.unwrap_or_default();

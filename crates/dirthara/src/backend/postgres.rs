@@ -20,12 +20,12 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 
 use super::sql::{text_rows, Dialect, RecordFn, SqlBackend, SqlDriver};
 use super::{
-    connect_failure, database_error, database_message, jittered, session_label, Backend,
-    BackendKind, ConnectFailure, ConnectRequest, SessionLock, StepFailure,
+    connect_failure, database_error, database_message, session_label, Backend, BackendKind,
+    ConnectFailure, ConnectRequest, StepFailure,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::LockHolder;
-use crate::lock::LOCK_NAME;
+use crate::lock::{jittered, SessionLock, LOCK_NAME};
 use pooler::{SessionCheck, Suspect};
 
 /// The channel a releasing runner notifies and waiting runners listen on.
@@ -36,8 +36,9 @@ pub(crate) struct PgDriver {
     options: PgConnectOptions,
     url: String,
     connection: String,
-    database: String,
     schema: String,
+    /// The advisory lock's key, from the database, schema and history table.
+    lock_key: i64,
     /// The key of the lock this session holds, once taken: atomic steps then carry a guard.
     held_key: Option<i64>,
     /// Opened only when this runner has to wait.
@@ -67,25 +68,27 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         .fetch_one("SELECT current_database()::text, coalesce(current_schema()::text, '')")
         .await
         .map_err(connect_failure)?;
-    Ok(Box::new(SqlBackend {
-        driver: PgDriver {
-            database: row.try_get(0).unwrap_or_default(),
-            schema: row.try_get(1).unwrap_or_default(),
-            conn,
-            options,
-            url: request.url.clone(),
-            connection: request.name.clone(),
-            held_key: None,
-            listener: None,
-            listener_failed: false,
-            setup,
-            session_used: false,
-            session_check: None,
-        },
-        kind: BackendKind::Postgres,
+    let database: String = row.try_get(0).unwrap_or_default();
+    let schema: String = row.try_get(1).unwrap_or_default();
+    let driver = PgDriver {
+        lock_key: lock_key(&database, &schema, &request.history_table),
+        schema,
+        conn,
+        options,
+        url: request.url.clone(),
         connection: request.name.clone(),
-        ready: Vec::new(),
-    }))
+        held_key: None,
+        listener: None,
+        listener_failed: false,
+        setup,
+        session_used: false,
+        session_check: None,
+    };
+    Ok(Box::new(SqlBackend::new(
+        driver,
+        BackendKind::Postgres,
+        request,
+    )))
 }
 
 /// Opens a session the way every dirthara session is opened, returning it with the setup
@@ -139,15 +142,6 @@ impl PgDriver {
         reset
     }
 
-    /// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
-    /// history table, so runners sharing a history exclude each other and nobody else.
-    fn key(&self, table: &str) -> i64 {
-        let digest = Sha256::digest(
-            format!("{LOCK_NAME}\0{}\0{}\0{table}", self.database, self.schema).as_bytes(),
-        );
-        i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
-    }
-
     fn lock_error(&self, error: sqlx::Error) -> Error {
         Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
@@ -177,6 +171,13 @@ impl PgDriver {
              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
     }
+}
+
+/// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
+/// history table, so runners sharing a history exclude each other and nobody else.
+fn lock_key(database: &str, schema: &str, table: &str) -> i64 {
+    let digest = Sha256::digest(format!("{LOCK_NAME}\0{database}\0{schema}\0{table}").as_bytes());
+    i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }
 
 /// Why the session lock was refused, with the likely cause and the fix.
@@ -224,8 +225,8 @@ impl SqlDriver for PgDriver {
             options: self.options.clone(),
             url: self.url.clone(),
             connection: self.connection.clone(),
-            database: self.database.clone(),
             schema: self.schema.clone(),
+            lock_key: self.lock_key,
             held_key: None,
             listener: None,
             listener_failed: false,
@@ -258,7 +259,7 @@ impl SqlDriver for PgDriver {
             None => format!("{head}{step}"),
         };
         let sent = self.execute(&sql).await;
-        sent.map_err(|e| StepFailure::new(database_error(&e, Some((step, head.chars().count())))))
+        sent.map_err(|e| StepFailure::new(database_error(e, Some((step, head.chars().count())))))
     }
 
     async fn before_step(&mut self) -> Result<(), sqlx::Error> {
@@ -292,8 +293,8 @@ impl SqlDriver for PgDriver {
 
 #[async_trait]
 impl SessionLock for PgDriver {
-    async fn try_lock(&mut self, table: &str) -> Result<bool> {
-        let key = self.key(table);
+    async fn try_lock(&mut self) -> Result<bool> {
+        let key = self.lock_key;
         if self.session_check.is_none() {
             let check = SessionCheck::start(&mut self.conn, &self.options).await;
             self.session_check = Some(check.map_err(|s| self.suspect_error(s))?);
@@ -313,7 +314,7 @@ impl SessionLock for PgDriver {
         self.held_key.is_some()
     }
 
-    async fn holds_lock(&mut self, table: &str) -> Result<bool> {
+    async fn holds_lock(&mut self) -> Result<bool> {
         // Held by the server session this connection ran in when it took the lock — not by
         // whichever session a proxy handed this transaction to.
         let same_session = match &self.session_check {
@@ -322,7 +323,7 @@ impl SessionLock for PgDriver {
         };
         let sql = format!(
             "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {} AND l.pid = pg_backend_pid()){same_session}",
-            Self::lock_match(self.key(table))
+            Self::lock_match(self.lock_key)
         );
         let row = self
             .conn
@@ -332,8 +333,8 @@ impl SessionLock for PgDriver {
         row.try_get::<bool, _>(0).map_err(|e| self.lock_error(e))
     }
 
-    async fn unlock(&mut self, table: &str) -> Result<()> {
-        let key = self.key(table);
+    async fn unlock(&mut self) -> Result<()> {
+        let key = self.lock_key;
         self.held_key = None;
         // Release and wake the waiters in one message.
         let sql = format!("SELECT pg_advisory_unlock({key}); NOTIFY {RELEASE_CHANNEL}");
@@ -344,13 +345,13 @@ impl SessionLock for PgDriver {
             .map_err(|e| self.lock_error(e))
     }
 
-    async fn holder(&mut self, table: &str) -> Result<Option<LockHolder>> {
+    async fn holder(&mut self) -> Result<Option<LockHolder>> {
         let sql = format!(
             "SELECT a.pid::bigint, a.application_name::text, \
              coalesce(host(a.client_addr), 'local socket')::text, \
              to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE {} LIMIT 1",
-            Self::lock_match(self.key(table))
+            Self::lock_match(self.lock_key)
         );
         let row = self
             .conn
@@ -366,7 +367,7 @@ impl SessionLock for PgDriver {
         }))
     }
 
-    async fn wait_for_release(&mut self, _table: &str, max: Duration) -> Result<()> {
+    async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
         if self.listener.is_none() && !self.listener_failed {
             match PgListener::connect(&self.url).await {
                 Ok(mut listener) => match listener.listen(RELEASE_CHANNEL).await {
@@ -400,7 +401,7 @@ impl SessionLock for PgDriver {
         Ok(())
     }
 
-    async fn force_unlock(&mut self, table: &str) -> Result<Vec<String>> {
+    async fn force_unlock(&mut self) -> Result<Vec<String>> {
         // The holder's lock session, plus every other session announcing the same runner
         // (`dirthara <op> host:pid`): its migrations may run on connections of their own.
         let sql = format!(
@@ -411,7 +412,7 @@ impl SessionLock for PgDriver {
              FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND (a.pid IN (SELECT pid FROM holder) \
              OR (a.application_name LIKE 'dirthara %' \
                  AND a.application_name IN (SELECT application_name FROM holder)))",
-            Self::lock_match(self.key(table))
+            Self::lock_match(self.lock_key)
         );
         let rows = self
             .conn

@@ -36,16 +36,16 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     if let Some(init_sql) = &request.init_sql {
         super::run_init_sql(conn.execute(init_sql.as_str()).await.map(|_| ()), init_sql)?;
     }
-    Ok(Box::new(SqlBackend {
-        driver: SqliteDriver {
-            conn,
-            options,
-            init_sql: request.init_sql.clone(),
-        },
-        kind: BackendKind::Sqlite,
-        connection: request.name.clone(),
-        ready: Vec::new(),
-    }))
+    let driver = SqliteDriver {
+        conn,
+        options,
+        init_sql: request.init_sql.clone(),
+    };
+    Ok(Box::new(SqlBackend::new(
+        driver,
+        BackendKind::Sqlite,
+        request,
+    )))
 }
 
 fn is_in_memory(url: &str) -> bool {

@@ -4,8 +4,7 @@
 use super::Migrator;
 use crate::backend::Backend;
 use crate::error::{ErrorKind, Result};
-use crate::lock::lease::LeaseObservation;
-use crate::lock::{resolve_strategy, Strategy, LOCK_NAME};
+use crate::lock::{self, resolve_strategy, Strategy, LOCK_NAME};
 use crate::plan;
 use crate::report::{ForceUnlockReport, LockReport, LockState, StatusReport};
 
@@ -24,18 +23,16 @@ impl Migrator {
     /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
     /// # let migrator = dirthara::Migrator::new(config);
     /// let status = migrator.status().await?;
-    /// assert_eq!(status.migrations[0].state, dirthara::plan::MigrationState::Pending);
+    /// assert_eq!(status.migrations[0].state, dirthara::MigrationState::Pending);
     /// assert!(matches!(status.lock.state, dirthara::LockState::Off));
     /// # Ok(()) }
     /// ```
     pub async fn status(&self) -> Result<StatusReport> {
         let available = self.load()?;
+        self.checked()?;
         let mut history = self.connect_history("status").await?;
         let result = async {
-            let applied = history
-                .read_history(&self.config.history_table)
-                .await?
-                .unwrap_or_default();
+            let applied = history.read_history().await?.unwrap_or_default();
             let lock = self.lock_report(history.as_mut()).await;
             Ok(StatusReport {
                 migrations: plan::status(&available, &applied),
@@ -66,7 +63,7 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn lock_status(&self) -> Result<LockReport> {
-        self.config.validate()?;
+        self.checked()?;
         let mut history = self.connect_history("unlock").await?;
         let report = self.lock_report(history.as_mut()).await;
         history.close().await;
@@ -93,24 +90,20 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn force_unlock(&self) -> Result<ForceUnlockReport> {
-        self.config.validate()?;
+        self.checked()?;
         let mut history = self.connect_history("unlock").await?;
         let result = async {
             let (strategy, lock) = self.inspect_lock(history.as_mut()).await?;
             let released = match (&lock.state, strategy) {
                 (LockState::Held { .. }, Some(Strategy::Session)) => match history.session_lock() {
-                    Some(session_lock) => {
-                        session_lock
-                            .force_unlock(&self.config.history_table)
-                            .await?
-                    }
+                    Some(session_lock) => session_lock.force_unlock().await?,
                     None => Vec::new(),
                 },
                 (
                     LockState::Held { holder, .. } | LockState::Stale { holder },
                     Some(Strategy::Lease),
                 ) => {
-                    let mut store = history.open_lease_store(&self.lease_table()).await?;
+                    let mut store = history.open_lease_store().await?;
                     let deleted = store.force_release().await;
                     store.close().await;
                     if deleted? {
@@ -135,7 +128,7 @@ impl Migrator {
             Ok((_, report)) => report,
             Err(error) => {
                 let connection = self.config.history_connection.clone();
-                let strategy = resolve_strategy(self.config.locking, history.kind(), &connection)
+                let strategy = resolve_strategy(self.config.locking, history.kind().lock_support())
                     .map_or("none", Strategy::name);
                 let reason = match error.kind() {
                     // The head of the report already names the lock and the connection.
@@ -160,47 +153,22 @@ impl Migrator {
         history: &mut dyn Backend,
     ) -> Result<(Option<Strategy>, LockReport)> {
         let connection = self.config.history_connection.clone();
-        let strategy = match resolve_strategy(self.config.locking, history.kind(), &connection) {
+        let strategy = match resolve_strategy(self.config.locking, history.kind().lock_support()) {
             Ok(strategy) => strategy,
-            Err(error) if error.code() == crate::Code::MigrationLockFailed => {
+            Err(unsupported) => {
                 let report = LockReport {
                     name: LOCK_NAME.to_string(),
                     connection,
                     strategy: "none".to_string(),
                     state: LockState::Unsupported {
-                        reason: format!(
-                            "{} has no lock to inspect; runs need --no-lock (`locking = false`) or \
-                             --locking lease",
-                            history.kind().name()
-                        ),
+                        reason: unsupported.nothing_to_inspect(),
                     },
                 };
                 return Ok((None, report));
             }
-            Err(error) => return Err(error),
         };
-        let state = match strategy {
-            Strategy::Off => LockState::Off,
-            Strategy::Session => {
-                let holder = match history.session_lock() {
-                    Some(lock) => lock.holder(&self.config.history_table).await?,
-                    None => None,
-                };
-                match holder {
-                    Some(holder) => LockState::Held {
-                        holder,
-                        malformed: false,
-                    },
-                    None => LockState::Free,
-                }
-            }
-            Strategy::Lease => {
-                let mut store = history.open_lease_store(&self.lease_table()).await?;
-                let observed = store.observe().await;
-                store.close().await;
-                lease_state(observed?)
-            }
-        };
+        let primitive = self.lock_primitive(history, strategy).await?;
+        let state = lock::inspect(primitive).await?;
         let report = LockReport {
             name: LOCK_NAME.to_string(),
             connection,
@@ -208,31 +176,5 @@ impl Migrator {
             state,
         };
         Ok((Some(strategy), report))
-    }
-}
-
-/// How a lease looks to `status` and `unlock`; a malformed one counts as held.
-fn lease_state(observed: LeaseObservation) -> LockState {
-    match observed {
-        LeaseObservation::Free => LockState::Free,
-        LeaseObservation::Held { record, remaining } => LockState::Held {
-            holder: record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))),
-            malformed: false,
-        },
-        LeaseObservation::Malformed { record } => LockState::Held {
-            holder: record.holder(Some(
-                "its expiry is missing or not a date: held until `dirthara unlock --force`".into(),
-            )),
-            malformed: true,
-        },
-        LeaseObservation::Stale {
-            record,
-            expired_for,
-        } => LockState::Stale {
-            holder: record.holder(Some(format!(
-                "lease expired {}s ago; the next runner takes it",
-                expired_for.as_secs()
-            ))),
-        },
     }
 }

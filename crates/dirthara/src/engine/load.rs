@@ -1,6 +1,7 @@
 //! Loading a command's migrations, touching no database: the configured directories and the
 //! migrations given in code, each read as the database it runs on would read it.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::Migrator;
@@ -41,8 +42,12 @@ impl Migrator {
             migrations.push(extra.clone());
         }
         migrations.sort_by_key(|m| m.version);
-        self.check_formats(&migrations)?;
-        self.read_as_their_database_would(&mut migrations)?;
+        // Each connection's kind of database, from its URL: parsed once, not per migration.
+        let kinds: BTreeMap<&str, BackendKind> = (self.config.connections.iter())
+            .filter_map(|(name, url)| Some((name.as_str(), BackendKind::from_url(url).ok()?)))
+            .collect();
+        self.check_formats(&migrations, &kinds)?;
+        self.read_as_their_database_would(&mut migrations, &kinds)?;
         Ok(migrations)
     }
 
@@ -50,15 +55,15 @@ impl Migrator {
     /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
     /// empty or comment-only down step reverses nothing; a MySQL `DELIMITER` script must
     /// split cleanly. Every malformed script is reported at once, before anything runs.
-    fn read_as_their_database_would(&self, migrations: &mut [Migration]) -> Result<()> {
+    fn read_as_their_database_would(
+        &self,
+        migrations: &mut [Migration],
+        kinds: &BTreeMap<&str, BackendKind>,
+    ) -> Result<()> {
         use crate::source::sql::{self as tokens, SqlDialect};
         let mut problems = Vec::new();
         for migration in migrations.iter_mut() {
-            let kind = self
-                .config
-                .connection_url(&migration.connection)
-                .ok()
-                .and_then(|url| BackendKind::from_url(url).ok());
+            let kind = kinds.get(migration.connection.as_str()).copied();
             let dialect = match (migration.format, kind) {
                 (StepFormat::Sql, Some(BackendKind::Postgres)) => SqlDialect::Postgres,
                 (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
@@ -70,9 +75,10 @@ impl Migrator {
                 }
                 _ => continue,
             };
+            let mut control = None;
             for (direction, text) in [
-                (Direction::Up, Some(&migration.up)),
-                (Direction::Down, migration.down.as_ref()),
+                (Direction::Up, Some(migration.up())),
+                (Direction::Down, migration.down.as_deref()),
             ] {
                 let Some(text) = text else { continue };
                 if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
@@ -85,15 +91,18 @@ impl Migrator {
                         });
                     }
                 }
-                if migration.own_transaction.is_none() {
-                    if let Some(control) = tokens::transaction_control(text, dialect) {
-                        migration.own_transaction = Some(format!(
+                if control.is_none() {
+                    control = tokens::transaction_control(text, dialect).map(|found| {
+                        format!(
                             "`{}` at line {} of the {direction} step",
-                            control.keyword, control.line
-                        ));
-                        migration.transactional = false;
-                    }
+                            found.keyword, found.line
+                        )
+                    });
                 }
+            }
+            if let (None, Some(control)) = (&migration.own_transaction, control) {
+                migration.own_transaction = Some(control);
+                migration.transactional = false;
             }
             migration.down_is_blank =
                 (migration.down.as_deref()).is_some_and(|down| tokens::is_blank(down, dialect));
@@ -121,12 +130,14 @@ impl Migrator {
 
     /// A JSON command migration cannot run on a SQL database, nor SQL on MongoDB: refuse
     /// before any database is touched.
-    fn check_formats(&self, migrations: &[Migration]) -> Result<()> {
+    fn check_formats(
+        &self,
+        migrations: &[Migration],
+        kinds: &BTreeMap<&str, BackendKind>,
+    ) -> Result<()> {
         for migration in migrations {
-            let Ok(url) = self.config.connection_url(&migration.connection) else {
-                continue; // reported when the connection is needed
-            };
-            let Ok(kind) = BackendKind::from_url(url) else {
+            // A connection without a usable URL is reported when it is needed.
+            let Some(&kind) = kinds.get(migration.connection.as_str()) else {
                 continue;
             };
             #[cfg(test)]

@@ -5,8 +5,10 @@ use std::time::Duration;
 
 use super::*;
 use crate::backend::memory::{MemoryConnector, MemoryDb, SharedDb};
-use crate::config::Locking;
+use crate::config::{LockWait, Locking};
+use crate::events::Event;
 use crate::plan::RollbackScope;
+use crate::plan::{Command, Resolution};
 use crate::Code;
 
 fn db() -> SharedDb {

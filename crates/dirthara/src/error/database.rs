@@ -3,6 +3,7 @@
 //! place of a syntax error in a position that only means something mapped back to the file).
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -10,7 +11,7 @@ use serde::Serialize;
 ///
 /// Fields the database did not send are `None`. `line` and `column` are 1-based and point
 /// into the step's own file text (not into whatever dirthara wrapped around it).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[non_exhaustive]
 pub struct DatabaseError {
     /// The primary message, in the database's own words.
@@ -39,7 +40,32 @@ pub struct DatabaseError {
     /// The connection died under the step (server restart, network cut, terminated session).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub connection_lost: bool,
+    /// The driver's own error (sqlx, the MongoDB driver), as [`source`](std::error::Error::source).
+    #[serde(skip)]
+    pub(crate) driver: Option<Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+/// Equal when the database said the same; the driver's error value is not compared.
+impl PartialEq for DatabaseError {
+    fn eq(&self, other: &Self) -> bool {
+        let facts = |e: &DatabaseError| {
+            (
+                e.message.clone(),
+                e.code.clone(),
+                e.number,
+                e.detail.clone(),
+                e.hint.clone(),
+                e.context.clone(),
+                e.constraint.clone(),
+                e.table.clone(),
+                (e.line, e.column, e.connection_lost),
+            )
+        };
+        facts(self) == facts(other)
+    }
+}
+
+impl Eq for DatabaseError {}
 
 impl DatabaseError {
     /// An error known only by its message.
@@ -48,6 +74,15 @@ impl DatabaseError {
             message: message.into(),
             ..DatabaseError::default()
         }
+    }
+
+    /// Keeps the driver's error this was read from, as its `source()`.
+    pub(crate) fn caused_by(
+        mut self,
+        driver: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.driver = Some(Arc::new(driver));
+        self
     }
 }
 
@@ -86,7 +121,12 @@ impl fmt::Display for DatabaseError {
     }
 }
 
-impl std::error::Error for DatabaseError {}
+impl std::error::Error for DatabaseError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        let driver = self.driver.as_deref()?;
+        Some(driver)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,22 +14,22 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
-use tokio::sync::{watch, Mutex};
+use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
-use super::{after_wait, interrupted_while_waiting, LOCK_NAME};
-use crate::backend::jittered;
-use crate::config::LockWait;
-use crate::error::{Code, Error, ErrorKind, Result};
-use crate::events::{Event, EventSink, LockHolder, Warning};
+use super::wait::Contender;
+use super::{jittered, ReleaseFailure, Released, LOCK_NAME};
+use crate::error::{Code, Result};
+use crate::events::{LockHolder, Warning};
+use crate::report::LockState;
 
 /// What a runner writes into the lease when it takes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LeaseRequest {
+pub(crate) struct LeaseRequest {
     /// Fresh and random for every run.
     pub owner_id: String,
     pub hostname: String,
@@ -52,7 +52,7 @@ impl LeaseRequest {
 
 /// The lease as it is stored, read back for status and diagnostics.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
-pub struct LeaseRecord {
+pub(crate) struct LeaseRecord {
     pub owner_id: Option<String>,
     pub hostname: Option<String>,
     pub pid: Option<i64>,
@@ -80,7 +80,7 @@ impl LeaseRecord {
 
 /// What the store says about the lease right now, judged by its own clock.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseObservation {
+pub(crate) enum LeaseObservation {
     Free,
     /// Held; `remaining` until it lapses.
     Held {
@@ -104,7 +104,7 @@ pub enum LeaseObservation {
 /// never as an error (a MongoDB duplicate-key error 11000 or a SQL unique violation is
 /// "held"); `renew` and `release` change the lease only if its owner id is `owner_id`.
 #[async_trait]
-pub trait LeaseStore: Send {
+pub(crate) trait LeaseStore: Send {
     async fn try_acquire(&mut self, request: &LeaseRequest) -> Result<bool>;
     /// Extends our lease by `ttl` from the store's now, if it is still ours and unexpired.
     async fn renew(&mut self, owner_id: &str, ttl: Duration) -> Result<bool>;
@@ -124,86 +124,83 @@ pub trait LeaseStore: Send {
 /// A shared handle: the heartbeat task and the engine take turns on the store.
 pub(crate) type SharedStore = Arc<Mutex<Box<dyn LeaseStore>>>;
 
-fn held_error(connection: &str, observation: &LeaseObservation) -> Error {
-    let holder = match observation {
-        LeaseObservation::Held { record, remaining } => Some(
-            record
-                .holder(Some(format!("lease expires in {}s", remaining.as_secs())))
-                .to_string(),
-        ),
+/// The holder as a waiting runner reports it, with what the lease says about its time.
+fn holder_of(observation: LeaseObservation) -> Option<LockHolder> {
+    match observation {
+        LeaseObservation::Held { record, remaining } => {
+            Some(record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))))
+        }
         LeaseObservation::Malformed { record } => Some(
-            record
-                .holder(Some(
-                    "its expiry is missing or not a date, so it never lapses by itself; \
-                     clear it with `dirthara unlock --force`"
-                        .to_string(),
-                ))
-                .to_string(),
+            record.holder(Some(
+                "its expiry is missing or not a date, so it never lapses by itself; clear it with \
+             `dirthara unlock --force`"
+                    .to_string(),
+            )),
         ),
-        _ => None,
-    };
-    Error::new(ErrorKind::LockHeld {
-        lock: LOCK_NAME.to_string(),
-        connection: connection.to_string(),
-        holder,
-    })
+        LeaseObservation::Free | LeaseObservation::Stale { .. } => None,
+    }
 }
 
-/// Takes the lease, retrying with jittered backoff until `wait` runs out. The default wait
-/// for a lease is none: a held lease fails at once with `MIGRATION_LOCK_HELD`.
-pub(crate) async fn acquire_lease(
-    store: &mut dyn LeaseStore,
-    request: &LeaseRequest,
-    connection: &str,
-    wait: LockWait,
-    events: &EventSink,
-    shutdown: Option<&watch::Receiver<bool>>,
-) -> Result<()> {
-    let started = Instant::now();
-    let deadline = match wait {
-        LockWait::Forever => None,
-        LockWait::For(limit) => Some(started + limit),
-    };
-    let mut backoff = Duration::from_millis(50);
-    let mut next_report = started;
-    loop {
-        if store.try_acquire(request).await? {
-            events.emit(Event::LockAcquired {
-                lock: LOCK_NAME.to_string(),
-                connection: connection.to_string(),
-                waited: started.elapsed(),
-            });
-            return Ok(());
+/// How a lease looks to `status` and `unlock`; a malformed one counts as held.
+pub(super) fn state_of(observed: LeaseObservation) -> LockState {
+    match observed {
+        LeaseObservation::Free => LockState::Free,
+        LeaseObservation::Held { record, remaining } => LockState::Held {
+            holder: record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))),
+            malformed: false,
+        },
+        LeaseObservation::Malformed { record } => LockState::Held {
+            holder: record.holder(Some(
+                "its expiry is missing or not a date: held until `dirthara unlock --force`".into(),
+            )),
+            malformed: true,
+        },
+        LeaseObservation::Stale {
+            record,
+            expired_for,
+        } => LockState::Stale {
+            holder: record.holder(Some(format!(
+                "lease expired {}s ago; the next runner takes it",
+                expired_for.as_secs()
+            ))),
+        },
+    }
+}
+
+/// Contending for the lease: one atomic attempt at a time, with jittered backoff (from 50 ms,
+/// doubling up to 2 s) in between. The default wait for a lease is none: a held lease fails
+/// at once with `MIGRATION_LOCK_HELD`.
+pub(super) struct LeaseContender<'a> {
+    store: &'a mut dyn LeaseStore,
+    request: &'a LeaseRequest,
+    backoff: Duration,
+}
+
+impl<'a> LeaseContender<'a> {
+    pub(super) fn new(store: &'a mut dyn LeaseStore, request: &'a LeaseRequest) -> Self {
+        LeaseContender {
+            store,
+            request,
+            backoff: Duration::from_millis(50),
         }
-        if shutdown.is_some_and(|rx| *rx.borrow()) {
-            return Err(interrupted_while_waiting(started.elapsed()));
-        }
-        let now = Instant::now();
-        let remaining = deadline.map(|d| d.saturating_duration_since(now));
-        if remaining == Some(Duration::ZERO) {
-            let observation = store.observe().await?;
-            let held = held_error(connection, &observation);
-            return Err(after_wait(held, wait, started.elapsed()));
-        }
-        if now >= next_report {
-            let holder = match store.observe().await? {
-                LeaseObservation::Held { record, remaining } => {
-                    Some(record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))))
-                }
-                LeaseObservation::Malformed { record } => Some(record.holder(None)),
-                _ => None,
-            };
-            events.emit(Event::LockWaiting {
-                lock: LOCK_NAME.to_string(),
-                connection: connection.to_string(),
-                holder,
-                waited: now - started,
-            });
-            next_report = now + Duration::from_secs(10);
-        }
-        let nap = jittered(backoff);
+    }
+}
+
+#[async_trait]
+impl Contender for LeaseContender<'_> {
+    async fn try_take(&mut self) -> Result<bool> {
+        self.store.try_acquire(self.request).await
+    }
+
+    async fn holder(&mut self) -> Result<Option<LockHolder>> {
+        Ok(holder_of(self.store.observe().await?))
+    }
+
+    async fn pause(&mut self, remaining: Option<Duration>) -> Result<()> {
+        let nap = jittered(self.backoff);
         tokio::time::sleep(remaining.map_or(nap, |r| r.min(nap))).await;
-        backoff = (backoff * 2).min(Duration::from_secs(2));
+        self.backoff = (self.backoff * 2).min(Duration::from_secs(2));
+        Ok(())
     }
 }
 
@@ -213,7 +210,7 @@ pub(crate) struct LeaseGuard {
     store: SharedStore,
     owner_id: String,
     ttl: Duration,
-    heartbeat: Option<JoinHandle<()>>,
+    heartbeat: Option<Heartbeat>,
     /// Set by the heartbeat when a renewal found the lease no longer ours.
     lost: Arc<AtomicBool>,
 }
@@ -226,7 +223,7 @@ impl LeaseGuard {
         let heartbeat = concurrent.then(|| {
             let (store, lost) = (store.clone(), lost.clone());
             let (owner_id, ttl) = (request.owner_id.clone(), request.ttl);
-            tokio::spawn(async move {
+            Heartbeat(tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(ttl / 3).await;
                     match store.lock().await.renew(&owner_id, ttl).await {
@@ -241,7 +238,7 @@ impl LeaseGuard {
                         Err(_) => {}
                     }
                 }
-            })
+            }))
         });
         LeaseGuard {
             store,
@@ -264,12 +261,11 @@ impl LeaseGuard {
             .await
     }
 
-    /// Stops the heartbeat and deletes the lease if it is still ours. Returns the warning
-    /// to report when it was not (or the release failed: the lease then lapses by itself).
-    pub(crate) async fn release(mut self) -> Option<Warning> {
+    /// Stops the heartbeat and deletes the lease if it is still ours (a failed delete leaves
+    /// it to lapse by itself).
+    pub(crate) async fn release(mut self) -> std::result::Result<Released, ReleaseFailure> {
         if let Some(heartbeat) = self.heartbeat.take() {
-            heartbeat.abort();
-            let _ = heartbeat.await;
+            heartbeat.stop().await;
         }
         let store = match Arc::try_unwrap(self.store) {
             Ok(mutex) => mutex.into_inner(),
@@ -279,8 +275,8 @@ impl LeaseGuard {
         let released = store.release(&self.owner_id).await;
         store.close().await;
         match released {
-            Ok(true) => None,
-            Ok(false) => Some(Warning {
+            Ok(true) => Ok(Released::Cleanly),
+            Ok(false) => Ok(Released::NoLongerOurs(Warning {
                 code: Code::LockLeaseExpired,
                 message: format!(
                     "our lease on `{LOCK_NAME}` was no longer ours when the run ended (it expired, \
@@ -288,15 +284,32 @@ impl LeaseGuard {
                      now; it was left untouched. If migrations run longer than the lease, raise \
                      --lock-ttl"
                 ),
-            }),
-            Err(error) => Some(Warning {
-                code: Code::MigrationLockFailed,
-                message: format!(
+            })),
+            Err(error) => Err(ReleaseFailure {
+                reason: format!(
                     "releasing the lease on `{LOCK_NAME}` failed ({error}); it lapses by itself \
                      when its time runs out"
                 ),
+                lapses_by_itself: true,
             }),
         }
+    }
+}
+
+/// The renewal task. Stopped when dropped, so a command abandoned half-way (its future
+/// dropped) stops renewing and its lease lapses.
+struct Heartbeat(JoinHandle<()>);
+
+impl Heartbeat {
+    async fn stop(mut self) {
+        self.0.abort();
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for Heartbeat {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

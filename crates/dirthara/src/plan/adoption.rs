@@ -126,23 +126,6 @@ impl From<AdoptionRefusal> for Error {
 ///
 /// Refuses, in this order: a non-empty dirthara history; a failed or dirty entry in the
 /// other tool's history; an applied version without a file here.
-///
-/// # Examples
-///
-/// ```
-/// use dirthara::plan::{plan_adoption, ForeignHistory};
-/// use dirthara::Migration;
-///
-/// let files = vec![Migration::new(1, "a", "SELECT 1"), Migration::new(2, "b", "SELECT 2")];
-/// let sqlx = ForeignHistory {
-///     tool: "sqlx".into(),
-///     table: "_sqlx_migrations".into(),
-///     applied: [1].into(),
-///     ..ForeignHistory::default()
-/// };
-/// let planned = plan_adoption(&files, &[], &sqlx).unwrap();
-/// assert_eq!(planned.records.len(), 1); // 2 stays pending for `migrate`
-/// ```
 pub fn plan_adoption<'a>(
     available: &'a [Migration],
     applied: &[AppliedMigration],

@@ -38,7 +38,7 @@ fn rec(migration: &Migration, batch: i64) -> AppliedMigration {
     AppliedMigration {
         version: migration.version,
         name: migration.name.clone(),
-        checksum: migration.checksum.clone(),
+        checksum: migration.checksum().to_string(),
         batch,
         state: RecordState::Applied,
         applied_at: "2024-01-01T00:00:00Z".to_string(),
@@ -626,7 +626,7 @@ fn changed_checksum_is_checksum_mismatch() {
                     } => {
                         assert_eq!(*version, 1);
                         assert_eq!(recorded, "0000");
-                        assert_eq!(actual, &available[0].checksum);
+                        assert_eq!(actual, available[0].checksum());
                     }
                     other => panic!("{other:?}"),
                 }

@@ -13,8 +13,8 @@ use mongodb::{Collection, Database, IndexModel};
 
 use super::{mongo_code, mongo_message};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::lease::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 use crate::lock::LOCK_NAME;
+use crate::lock::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 
 const DUPLICATE_KEY: i32 = 11000;
 

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{Dialect, SqlDriver};
-use crate::backend::jittered;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::lease::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
+use crate::lock::jittered;
 use crate::lock::LOCK_NAME;
+use crate::lock::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 
 /// How long opening the store (or reading the lease) waits out a SQLite file kept busy by
 /// other runners creating the lease table (or writing their history): far longer than any such write takes, short
@@ -337,7 +337,7 @@ mod tests {
     use sqlx::{Connection, Executor, SqliteConnection};
 
     use crate::backend::{sqlite, Backend, ConnectRequest};
-    use crate::lock::lease::LeaseRequest;
+    use crate::lock::LeaseRequest;
 
     async fn backend(url: &str) -> Box<dyn Backend> {
         let request = ConnectRequest {
@@ -347,6 +347,7 @@ mod tests {
             connect_timeout: Duration::from_secs(5),
             read_only: false,
             init_sql: None,
+            history_table: "dirthara_migrations".into(),
         };
         match sqlite::connect(&request).await {
             Ok(backend) => backend,
@@ -378,7 +379,7 @@ mod tests {
         });
         let started = Instant::now();
         let mut backend = backend(&url).await;
-        let store = backend.open_lease_store("dirthara_migrations_lock").await;
+        let store = backend.open_lease_store().await;
         let store = store.unwrap_or_else(|e| panic!("a busy file is not a failure: {e}"));
         assert!(
             started.elapsed() >= Duration::from_millis(700),
@@ -402,7 +403,7 @@ mod tests {
                 tokio::spawn(async move {
                     let mut backend = backend(&url).await;
                     let mut store = backend
-                        .open_lease_store("dirthara_migrations_lock")
+                        .open_lease_store()
                         .await
                         .unwrap_or_else(|e| panic!("opening the lease store failed: {e}"));
                     let request = LeaseRequest::new("migrate", Duration::from_secs(60));

@@ -4,7 +4,30 @@ use std::time::Duration;
 
 use super::memory::{Expiry, MemoryLeaseStore};
 use super::*;
+use crate::config::LockWait;
 use crate::events::EventSink;
+use crate::lock::wait::{contend, Waiting};
+use tokio::sync::watch;
+
+/// The one wait loop, contending for a lease.
+async fn acquire_lease(
+    store: &mut dyn LeaseStore,
+    request: &LeaseRequest,
+    connection: &str,
+    wait: LockWait,
+    events: &EventSink,
+    shutdown: Option<&watch::Receiver<bool>>,
+) -> Result<()> {
+    let waiting = Waiting {
+        connection,
+        wait,
+        events,
+        shutdown,
+        operation: &request.operation,
+        lease_ttl: request.ttl,
+    };
+    contend(&mut LeaseContender::new(store, request), &waiting).await
+}
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -100,7 +123,7 @@ async fn renewal_keeps_a_long_run_protected_past_the_original_lease() {
         .await
         .is_err());
     assert!(guard.confirm().await.unwrap());
-    assert_eq!(guard.release().await, None);
+    assert!(matches!(guard.release().await, Ok(Released::Cleanly)));
     assert_eq!(store.owner(), None);
 }
 
@@ -124,7 +147,9 @@ async fn a_lost_lease_is_detected_and_the_new_holders_lease_is_never_deleted() {
         !guard.confirm().await.unwrap(),
         "the first runner must see it lost the lease"
     );
-    let warning = guard.release().await.expect("a warning, not silence");
+    let Ok(Released::NoLongerOurs(warning)) = guard.release().await else {
+        panic!("a warning, not silence");
+    };
     assert_eq!(warning.code, Code::LockLeaseExpired);
     assert_eq!(
         store.owner(),

@@ -1,0 +1,173 @@
+//! The history and meta collections: how to look at and create them (the rules are in
+//! `backend/history_tables.rs`), reading their documents, and writing history changes.
+
+use async_trait::async_trait;
+use mongodb::bson::{doc, Bson, DateTime, Document};
+use mongodb::ClientSession;
+
+use super::MongoBackend;
+use crate::backend::history_tables::HistoryTables;
+use crate::error::{Error, Result};
+use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
+
+#[async_trait]
+impl HistoryTables for MongoBackend {
+    fn names(&self) -> (&str, &str) {
+        (&self.connection, &self.table)
+    }
+
+    async fn existing(&mut self) -> Result<(bool, bool)> {
+        let meta = format!("{}_meta", self.table);
+        let names = self
+            .db
+            .list_collection_names()
+            .filter(doc! { "name": { "$in": [&self.table, &meta] } })
+            .await
+            .map_err(|e| self.error(e))?;
+        Ok((names.contains(&self.table), names.contains(&meta)))
+    }
+
+    async fn layout_version(&mut self) -> Result<i64> {
+        let meta = self
+            .db
+            .collection::<Document>(&format!("{}_meta", self.table));
+        let found = meta
+            .find_one(doc! { "_id": "layout_version" })
+            .await
+            .map_err(|e| self.error(e))?;
+        found
+            .and_then(|d| {
+                d.get("value")
+                    .and_then(Bson::as_i64)
+                    .or_else(|| d.get_i32("value").ok().map(i64::from))
+            })
+            .ok_or_else(|| {
+                Error::history(
+                    &self.connection,
+                    format!("`{}_meta` has no readable layout_version", self.table),
+                )
+            })
+    }
+
+    async fn create_meta(&mut self) -> Result<()> {
+        self.db
+            .collection::<Document>(&format!("{}_meta", self.table))
+            .insert_one(doc! { "_id": "layout_version", "value": HISTORY_LAYOUT_VERSION })
+            .await
+            .map(|_| ())
+            .map_err(|e| self.error(e))
+    }
+
+    async fn create_history(&mut self) -> Result<()> {
+        self.db
+            .create_collection(&self.table)
+            .await
+            .map_err(|e| self.error(e))
+    }
+
+    async fn select(&mut self) -> Result<Vec<AppliedMigration>> {
+        let mut cursor = self
+            .db
+            .collection::<Document>(&self.table)
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await
+            .map_err(|e| self.error(e))?;
+        let mut records = Vec::new();
+        while cursor.advance().await.map_err(|e| self.error(e))? {
+            let document = cursor.deserialize_current().map_err(|e| self.error(e))?;
+            records.push(parse_record(&document).ok_or_else(|| {
+                Error::history(
+                    &self.connection,
+                    format!("`{}` has a malformed record: {document}", self.table),
+                )
+            })?);
+        }
+        Ok(records)
+    }
+}
+
+impl MongoBackend {
+    pub(super) async fn apply_change(
+        &self,
+        change: &HistoryChange,
+        session: Option<&mut ClientSession>,
+    ) -> std::result::Result<(), mongodb::error::Error> {
+        let history = self.db.collection::<Document>(&self.table);
+        let now = DateTime::now();
+        macro_rules! run {
+            ($action:expr) => {
+                match session {
+                    Some(s) => $action.session(s).await.map(|_| ()),
+                    None => $action.await.map(|_| ()),
+                }
+            };
+        }
+        match change {
+            HistoryChange::Insert {
+                version,
+                name,
+                checksum,
+                batch,
+                state,
+                duration_ms,
+                applied_by,
+            } => {
+                let record = doc! {
+                    "_id": *version,
+                    "name": name,
+                    "checksum": checksum,
+                    "batch": *batch,
+                    "state": state.as_str(),
+                    "appliedAt": now,
+                    "durationMs": duration_ms.unwrap_or(0),
+                    "appliedBy": applied_by,
+                };
+                run!(history.insert_one(record))
+            }
+            HistoryChange::MarkApplied { version, duration_ms } => run!(history.update_one(
+                doc! { "_id": *version },
+                doc! { "$set": { "state": "applied", "durationMs": *duration_ms, "appliedAt": now } }
+            )),
+            HistoryChange::SetState { version, state } => run!(history.update_one(
+                doc! { "_id": *version },
+                doc! { "$set": { "state": state.as_str() } }
+            )),
+            HistoryChange::SetChecksum { version, checksum } => run!(history.update_one(
+                doc! { "_id": *version },
+                doc! { "$set": { "checksum": checksum } }
+            )),
+            HistoryChange::Delete { version } => run!(history.delete_one(doc! { "_id": *version })),
+        }
+    }
+}
+
+fn parse_record(document: &Document) -> Option<AppliedMigration> {
+    let int = |key: &str| {
+        document
+            .get(key)
+            .and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)))
+    };
+    Some(AppliedMigration {
+        version: int("_id")?,
+        name: document.get_str("name").ok()?.to_string(),
+        checksum: document.get_str("checksum").ok()?.to_string(),
+        batch: int("batch")?,
+        state: RecordState::parse(document.get_str("state").ok()?)?,
+        // Whole seconds, like the SQL backends: `...:05Z`, not `...:05.123Z`.
+        applied_at: document
+            .get_datetime("appliedAt")
+            .ok()
+            .and_then(|d| d.try_to_rfc3339_string().ok())
+            .map(|text| match text.split_once('.') {
+                Some((seconds, _)) => format!("{seconds}Z"),
+                None => text,
+            })
+            .unwrap_or_default(),
+        duration_ms: int("durationMs").unwrap_or(0),
+        applied_by: document
+            .get_str("appliedBy")
+            .unwrap_or_default()
+            .to_string(),
+    })
+}

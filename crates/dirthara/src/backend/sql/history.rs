@@ -1,0 +1,144 @@
+//! The history and meta tables in SQL: how to look at and create them (the rules are in
+//! `backend/history_tables.rs`), and reading their rows.
+
+use async_trait::async_trait;
+
+use super::{Dialect, SqlBackend, SqlDriver};
+use crate::backend::history_tables::HistoryTables;
+use crate::error::{Error, Result};
+use crate::history::{AppliedMigration, RecordState};
+
+#[async_trait]
+impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
+    fn names(&self) -> (&str, &str) {
+        (&self.connection, &self.names.table)
+    }
+
+    async fn existing(&mut self) -> Result<(bool, bool)> {
+        let meta = Dialect::meta_table(&self.names.table);
+        let sql = self.driver.dialect().existing_history_sql(&self.names);
+        let rows = self
+            .driver
+            .fetch_text(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        let has = |name: &str| {
+            rows.iter()
+                .any(|r| r.first().and_then(|c| c.as_deref()) == Some(name))
+        };
+        Ok((has(&self.names.table), has(&meta)))
+    }
+
+    /// The meta table's layout row, and an empty read of the history table that fails if it
+    /// is missing, in one round trip.
+    async fn probe_layout(&mut self) -> Option<i64> {
+        let sql = format!(
+            "{}; SELECT 1 FROM {} WHERE 1 = 0",
+            self.driver.dialect().layout_sql(&self.names),
+            self.names.history
+        );
+        let rows = self.driver.fetch_text(&sql).await.ok()?;
+        match rows.as_slice() {
+            [row] => row.first()?.as_deref()?.parse().ok(),
+            _ => None,
+        }
+    }
+
+    async fn layout_version(&mut self) -> Result<i64> {
+        let sql = self.driver.dialect().layout_sql(&self.names);
+        let rows = self
+            .driver
+            .fetch_text(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        let value = rows.first().and_then(|r| r.first().cloned().flatten());
+        value.and_then(|v| v.parse().ok()).ok_or_else(|| {
+            Error::history(
+                &self.connection,
+                format!(
+                    "`{}_meta` has no readable layout_version; it was not written by dirthara",
+                    self.names.table
+                ),
+            )
+        })
+    }
+
+    async fn create_meta(&mut self) -> Result<()> {
+        let sql = self.driver.dialect().create_meta_sql(&self.names);
+        self.driver
+            .execute(&sql)
+            .await
+            .map_err(|e| self.history_error(e))
+    }
+
+    async fn create_history(&mut self) -> Result<()> {
+        let sql = self.driver.dialect().create_history_sql(&self.names);
+        self.driver
+            .execute(&sql)
+            .await
+            .map_err(|e| self.history_error(e))
+    }
+
+    async fn select(&mut self) -> Result<Vec<AppliedMigration>> {
+        let sql = self.driver.dialect().select_history_sql(&self.names);
+        let rows = self
+            .driver
+            .fetch_text(&sql)
+            .await
+            .map_err(|e| self.history_error(e))?;
+        rows.into_iter()
+            .map(|row| {
+                parse_history_row(&row).ok_or_else(|| {
+                    Error::history(
+                        &self.connection,
+                        format!("`{}` has a malformed row: {row:?}", self.names.table),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+fn parse_history_row(row: &[Option<String>]) -> Option<AppliedMigration> {
+    let text = |i: usize| row.get(i).cloned().flatten();
+    Some(AppliedMigration {
+        version: text(0)?.parse().ok()?,
+        name: text(1)?,
+        checksum: text(2)?,
+        batch: text(3)?.parse().ok()?,
+        state: RecordState::parse(&text(4)?)?,
+        applied_at: text(5).unwrap_or_default(),
+        duration_ms: text(6)?.parse().ok()?,
+        applied_by: text(7).unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_rows_parse_and_malformed_rows_do_not() {
+        let row: Vec<Option<String>> = [
+            "7",
+            "init",
+            "ab",
+            "2",
+            "applied",
+            "2024-01-01T00:00:00Z",
+            "12",
+            "h:1",
+        ]
+        .iter()
+        .map(|s| Some(s.to_string()))
+        .collect();
+        let parsed = parse_history_row(&row).unwrap();
+        assert_eq!(
+            (parsed.version, parsed.batch, parsed.state),
+            (7, 2, RecordState::Applied)
+        );
+        let mut bad = row.clone();
+        bad[4] = Some("exploded".into());
+        assert!(parse_history_row(&bad).is_none());
+    }
+}

@@ -1,0 +1,240 @@
+//! The locked commands: each validates the configuration once, loads the migrations, opens a
+//! [`Session`] (connect, then lock), runs, and lets the session release everything.
+
+use super::session::Session;
+use super::Migrator;
+use crate::adopt::{AdoptSource, AdoptionReport};
+use crate::error::Result;
+use crate::plan::{Command, Resolution, RollbackScope};
+use crate::report::{Operation, RunReport};
+
+impl Migrator {
+    /// Applies every pending migration, in version order, as one new batch.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let report = migrator.migrate().await?;
+    /// assert_eq!(report.applied[0].name, "users");
+    /// assert_eq!(report.batch, Some(1));
+    /// // A second run finds nothing to do.
+    /// assert!(migrator.migrate().await?.applied.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn migrate(&self) -> Result<RunReport> {
+        self.run(Command::Migrate).await
+    }
+
+    /// Reverses migrations, newest first (see [`RollbackScope`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate().await?;
+    /// let report = migrator.rollback(dirthara::RollbackScope::LastBatch).await?;
+    /// assert_eq!(report.reverted.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn rollback(&self, scope: RollbackScope) -> Result<RunReport> {
+        self.run(Command::Rollback(scope)).await
+    }
+
+    /// Moves the database to `version` (0: before the first migration).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate_to(1).await?;
+    /// let report = migrator.migrate_to(0).await?; // before the first migration
+    /// assert_eq!(report.reverted[0].version, 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn migrate_to(&self, version: i64) -> Result<RunReport> {
+        self.run(Command::MigrateTo(version)).await
+    }
+
+    /// Reverses every applied migration, then applies all, under one lock.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate().await?;
+    /// let report = migrator.refresh().await?;
+    /// assert_eq!((report.reverted.len(), report.applied.len()), (1, 1));
+    /// # Ok(()) }
+    /// ```
+    pub async fn refresh(&self) -> Result<RunReport> {
+        self.run(Command::Refresh).await
+    }
+
+    /// Drops every table of the history connection's database, then applies all, under one
+    /// lock. Destroys data.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let report = migrator.fresh().await?;
+    /// assert_eq!(report.applied.len(), 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn fresh(&self) -> Result<RunReport> {
+        self.run(Command::Fresh).await
+    }
+
+    /// Runs any planned command under the lock.
+    pub async fn run(&self, command: Command) -> Result<RunReport> {
+        let available = self.load()?;
+        let kind = self.checked()?;
+        self.check_connections(&available)?;
+        let mut session = Session::open(self, command.name(), kind).await?;
+        let mut report = RunReport {
+            operation: command.into(),
+            lock: session.strategy().name().to_string(),
+            ..RunReport::default()
+        };
+        let result = session.run_command(&available, command, &mut report);
+        #[cfg(feature = "tracing")]
+        let result = tracing::Instrument::instrument(
+            result,
+            tracing::info_span!(target: "dirthara", "dirthara.command", operation = command.name()),
+        );
+        let result = result.await;
+        session.finish(result.map(|()| report)).await
+    }
+
+    /// Records every migration up to `version` as applied without running it (adopting a
+    /// database that already has their effects).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// // The database already has the `users` table: record migration 1 without running it.
+    /// let report = migrator.baseline(1).await?;
+    /// assert_eq!(report.recorded[0].version, 1);
+    /// assert!(migrator.migrate().await?.applied.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn baseline(&self, version: i64) -> Result<RunReport> {
+        let available = self.load()?;
+        let kind = self.checked()?;
+        let mut session = Session::open(self, "baseline", kind).await?;
+        let mut report = RunReport {
+            operation: Operation::Baseline,
+            lock: session.strategy().name().to_string(),
+            ..RunReport::default()
+        };
+        let result = session.baseline(&available, version, &mut report).await;
+        session.finish(result.map(|()| report)).await
+    }
+
+    /// Adopts another tool's history (`baseline --from <tool>`): under the lock, reads that
+    /// tool's history table on the history connection and records every migration it applied
+    /// as applied here, with the checksums of the files here, in one batch (in one
+    /// transaction on SQL databases). The other tool's table is left as it was. Refused (see
+    /// [`plan::AdoptionRefusal`]) when dirthara's history already has records, the other
+    /// history has a failed or dirty entry, or an applied version has no file here.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), dirthara::Error> {
+    /// use dirthara::{AdoptSource, Tool};
+    ///
+    /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("postgres://app@db/app"));
+    /// // sqlx applied migrations 1 and 2 here: record them; `migrate` then applies only 3.
+    /// let report = migrator.baseline_from(&AdoptSource::new(Tool::Sqlx)).await?;
+    /// assert_eq!(report.recorded.len(), 2);
+    /// # Ok(()) }
+    /// ```
+    pub async fn baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
+        source.check()?;
+        let available = self.load()?;
+        let kind = self.checked()?;
+        let mut session = Session::open(self, "baseline", kind).await?;
+        let result = session.baseline_from(&available, source).await;
+        session.finish(result).await
+    }
+
+    /// Records what an operator fixed by hand (see [`Resolution`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// migrator.migrate().await?;
+    /// std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id BIGINT)").unwrap();
+    /// assert_eq!(migrator.migrate().await.unwrap_err().code(), dirthara::Code::ChecksumMismatch);
+    /// migrator.resolve(1, dirthara::Resolution::AcceptChecksum).await?;
+    /// assert!(migrator.migrate().await?.applied.is_empty());
+    /// # Ok(()) }
+    /// ```
+    pub async fn resolve(&self, version: i64, resolution: Resolution) -> Result<RunReport> {
+        let available = self.load()?;
+        let kind = self.checked()?;
+        let mut session = Session::open(self, "resolve", kind).await?;
+        let mut report = RunReport {
+            operation: Operation::Resolve,
+            lock: session.strategy().name().to_string(),
+            ..RunReport::default()
+        };
+        let result = session
+            .resolve(&available, version, resolution, &mut report)
+            .await;
+        session.finish(result.map(|()| report)).await
+    }
+}

@@ -1,0 +1,93 @@
+//! The commands that only look: what a command, or adopting another tool's history, would do
+//! now. No lock is taken and nothing is changed, so the answer may be stale at once.
+
+use super::Migrator;
+use crate::adopt::{AdoptSource, AdoptionReport};
+use crate::error::Result;
+use crate::migration::Direction;
+use crate::plan::{self, Command};
+use crate::report::{Preview, PreviewStep};
+
+impl Migrator {
+    /// What `baseline --from` would record now, reading both histories without the lock
+    /// and changing nothing.
+    pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
+        source.check()?;
+        let available = self.load()?;
+        self.checked()?;
+        let mut history = self.connect_history("preview").await?;
+        let result = async {
+            let connection = self.config.history_connection.as_str();
+            let foreign = crate::adopt::read(history.as_mut(), connection, source).await?;
+            let applied = history.read_history().await?.unwrap_or_default();
+            let planned = plan::plan_adoption(&available, &applied, &foreign)?;
+            Ok(AdoptionReport::new(source, &planned, "none"))
+        }
+        .await;
+        history.close().await;
+        result
+    }
+
+    /// The plan `command` would run now, with each step's text. Takes no lock and changes
+    /// nothing, so it may be stale as soon as it returns.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), dirthara::Error> {
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # std::fs::write(dir.path().join("1_users.up.sql"), "CREATE TABLE users (id INT)").unwrap();
+    /// # std::fs::write(dir.path().join("1_users.down.sql"), "DROP TABLE users").unwrap();
+    /// # let mut config = dirthara::Config::with_url(format!("sqlite:{}", dir.path().join("app.db").display()));
+    /// # config.directories = vec![dir.path().to_path_buf()];
+    /// # config.locking = dirthara::Locking::Off; // SQLite has no session lock
+    /// # let migrator = dirthara::Migrator::new(config);
+    /// let preview = migrator.preview(dirthara::Command::Migrate).await?;
+    /// assert_eq!(preview.steps[0].sql, "CREATE TABLE users (id INT)");
+    /// # Ok(()) }
+    /// ```
+    pub async fn preview(&self, command: Command) -> Result<Preview> {
+        let available = self.load()?;
+        self.checked()?;
+        let applied = self.read_history_unlocked("preview").await?;
+        let planned = plan::plan(&available, &applied, command, self.plan_options())?;
+        let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())
+            .chain(
+                planned
+                    .steps
+                    .iter()
+                    .map(|s| s.migration.connection.as_str()),
+            )
+            .collect();
+        Ok(Preview {
+            operation: command.into(),
+            init_sql: (self.config.init_sql.iter())
+                .filter(|(name, _)| connections.contains(&name.as_str()))
+                .map(|(name, sql)| (name.clone(), sql.clone()))
+                .collect(),
+            notice: crate::report::PREVIEW_NOTICE.to_string(),
+            drop_all: planned.drop_all,
+            batch: planned
+                .steps
+                .iter()
+                .any(|s| s.direction == Direction::Up)
+                .then_some(planned.batch),
+            steps: planned
+                .steps
+                .iter()
+                .map(|s| PreviewStep {
+                    version: s.migration.version,
+                    name: s.migration.name.clone(),
+                    direction: s.direction,
+                    connection: s.migration.connection.clone(),
+                    transactional: s.migration.transactional,
+                    own_transaction: s.migration.own_transaction.clone(),
+                    reverses_nothing: s.reverses_nothing(),
+                    out_of_order: s.out_of_order,
+                    sql: s.text().to_string(),
+                })
+                .collect(),
+            warnings: planned.warnings,
+        })
+    }
+}

@@ -1,0 +1,46 @@
+//! The session lock's primitive, as a database that has one supplies it.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::events::LockHolder;
+
+/// A named lock held by one connection's session, scoped to that connection's database (or
+/// schema) and history table, both fixed when the connection opened.
+///
+/// Contract: `try_lock` never blocks on the database for long (waiting is the lock module's
+/// job, in [`SessionLock::wait_for_release`], so a waiter never sits inside a lock statement
+/// holding a snapshot); the lock is released by `unlock` or when the session ends.
+#[async_trait]
+pub(crate) trait SessionLock: Send {
+    /// Takes the lock if it is free; `Ok(false)` when someone else holds it.
+    async fn try_lock(&mut self) -> Result<bool>;
+    /// Whether this session still holds the lock.
+    async fn holds_lock(&mut self) -> Result<bool>;
+    /// Releases the lock and wakes waiters.
+    async fn unlock(&mut self) -> Result<()>;
+    /// Who holds the lock now (`None`: nobody).
+    async fn holder(&mut self) -> Result<Option<LockHolder>>;
+    /// Returns when the lock may have been released, or after `max` at the latest.
+    async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
+        tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
+        Ok(())
+    }
+    /// Ends the holder's session(s); returns a description of each one ended.
+    async fn force_unlock(&mut self) -> Result<Vec<String>>;
+
+    /// True when a step run atomically with its record itself fails, rolled back, if this
+    /// session no longer holds the lock — so no separate check is needed before it. The
+    /// engine then tells a lost lock from a failed step by asking
+    /// [`SessionLock::holds_lock`] after a failure.
+    fn verifies_in_step(&self) -> bool {
+        false
+    }
+}
+
+/// A random duration between half and all of `d`, so waiting runners do not retry in step.
+pub(crate) fn jittered(d: Duration) -> Duration {
+    d.mul_f64(0.5 + fastrand::f64() * 0.5)
+}
