@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use dirthara::config::{Origin, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT};
 use dirthara::{Config, Error, Locking};
 
 use crate::cli::GlobalArgs;
@@ -28,24 +29,27 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     if !args.dirs.is_empty() {
         config.directories = args.dirs.clone();
     }
+    // clap parsed these flags with their settings' own parsers; what a well-formed value
+    // must also be (a lease long enough, a table name safe in SQL) is checked here, not by
+    // clap, so that it is a CONFIG_ERROR naming the flag, as from the file or environment.
+    let flag = Origin::Named;
     if args.no_lock {
         config.locking = Locking::Off;
     }
     if let Some(locking) = args.locking {
-        config.locking = locking;
+        config.locking = LOCKING.accept(locking, flag("--locking"))?;
     }
     if let Some(wait) = args.lock_wait {
-        config.lock_wait = Some(wait);
+        config.lock_wait = Some(LOCK_WAIT.accept(wait, flag("--lock-wait"))?);
     }
     if let Some(ttl) = args.lock_ttl {
-        // Checked here, not by clap, so a short lease is a CONFIG_ERROR from every source.
-        config.lock_ttl = dirthara::config::check_lock_ttl(ttl, "--lock-ttl")?;
+        config.lock_ttl = LOCK_TTL.accept(ttl, flag("--lock-ttl"))?;
     }
     if let Some(timeout) = args.connect_timeout {
-        config.connect_timeout = timeout;
+        config.connect_timeout = CONNECT_TIMEOUT.accept(timeout, flag("--connect-timeout"))?;
     }
     if let Some(table) = &args.history_table {
-        config.history_table = table.clone();
+        config.history_table = HISTORY_TABLE.accept(table.clone(), flag("--history-table"))?;
     }
     if let Some(init_sql) = &args.init_sql {
         config.init_sql.insert(
