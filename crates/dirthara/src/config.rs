@@ -16,6 +16,7 @@ use std::time::Duration;
 
 pub use dirthara_source::files::Layout;
 
+pub use env::is_setting_variable;
 pub(crate) use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING,

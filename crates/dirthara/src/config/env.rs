@@ -14,6 +14,12 @@ const CONNECTION_PREFIX: &str = "DIRTHARA_CONNECTION_";
 /// Sets the `init_sql` of the connection named by the rest of the variable's name, lower-cased.
 const INIT_SQL_PREFIX: &str = "DIRTHARA_INIT_SQL_";
 
+/// Whether [`Config::merge_env`] reads the variable `name`: `DATABASE_URL` and every
+/// `DIRTHARA_*`. A caller collecting the environment can keep only these.
+pub fn is_setting_variable(name: &str) -> bool {
+    name == "DATABASE_URL" || name.starts_with("DIRTHARA_")
+}
+
 impl Config {
     /// Applies `DATABASE_URL` and the `DIRTHARA_*` variables among `vars`, in their order;
     /// other variables are ignored.
@@ -95,6 +101,9 @@ mod tests {
             c.directories,
             [PathBuf::from("db/a"), PathBuf::from("db/b")]
         );
+        assert!(is_setting_variable("DIRTHARA_CONNECTION_ANALYTICS"));
+        assert!(is_setting_variable("DATABASE_URL"));
+        assert!(!is_setting_variable("HOME"));
     }
 
     #[test]
