@@ -191,6 +191,7 @@ pub const CONNECT_TIMEOUT: Setting<Duration> = Setting {
 /// name is spliced into SQL.
 pub const HISTORY_TABLE: Setting<String> = Setting {
     key: "history_table",
+    // Never said: all text parses, and the check gives the reason for a refusal.
     expected: "a table name",
     syntax: |text| Some(text.to_string()),
     check: |name| check_table_name(name),
