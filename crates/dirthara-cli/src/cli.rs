@@ -1,8 +1,10 @@
 //! The command line, as clap sees it. Nothing here touches a database.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use dirthara::config;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -62,12 +64,12 @@ pub struct GlobalArgs {
 
     /// Lease length for --locking lease, at least 5s; renewed every third of it while the
     /// command runs [default: 30m]
-    #[arg(long, value_name = "DURATION", global = true, value_parser = parse_duration)]
-    pub lock_ttl: Option<std::time::Duration>,
+    #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::LOCK_TTL))]
+    pub lock_ttl: Option<Duration>,
 
     /// How long to keep retrying a database that is not reachable yet [default: 30s]
-    #[arg(long, value_name = "DURATION", global = true, value_parser = parse_duration)]
-    pub connect_timeout: Option<std::time::Duration>,
+    #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::CONNECT_TIMEOUT))]
+    pub connect_timeout: Option<Duration>,
 
     /// Name of the history table [default: dirthara_migrations]
     #[arg(long, value_name = "NAME", global = true)]
@@ -96,8 +98,12 @@ pub struct GlobalArgs {
     pub verbose: u8,
 }
 
+// Each flag's text is read by its setting's parser in the library (`config::Setting`), the
+// one that also reads dirthara.toml and the environment; text it refuses is a usage error
+// here (exit code 2). `settings` then applies the setting's checks to the parsed value.
+
 fn parse_lock_wait(text: &str) -> Result<dirthara::LockWait, String> {
-    dirthara::LockWait::parse(text).ok_or_else(|| {
+    config::LOCK_WAIT.parse(text).ok_or_else(|| {
         format!("`{text}` is not a wait: use 0, a duration such as 30s or 5m, or forever")
     })
 }
@@ -107,13 +113,21 @@ fn parse_lock_wait(text: &str) -> Result<dirthara::LockWait, String> {
 fn locking_parser() -> impl clap::builder::TypedValueParser<Value = dirthara::Locking> {
     use clap::builder::{PossibleValuesParser, TypedValueParser};
     PossibleValuesParser::new(dirthara::Locking::VALUES).try_map(|text: String| {
-        dirthara::Locking::parse(&text).ok_or_else(|| format!("`{text}` is not a locking value"))
+        config::LOCKING
+            .parse(&text)
+            .ok_or_else(|| format!("`{text}` is not a locking value"))
     })
 }
 
-fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    dirthara::config::parse_duration(text)
-        .ok_or_else(|| format!("`{text}` is not a duration: use e.g. 500ms, 30s, 5m"))
+/// A flag taking a duration, read by `setting`'s parser.
+fn duration(
+    setting: &'static config::Setting<Duration>,
+) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        setting
+            .parse(text)
+            .ok_or_else(|| format!("`{text}` is not a duration: use e.g. 500ms, 30s, 5m"))
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

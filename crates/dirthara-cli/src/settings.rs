@@ -1,8 +1,12 @@
 //! Flags, environment and `dirthara.toml` merged into one validated [`Config`], in that
 //! order of precedence: flags over environment over file.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use dirthara::config::{
+    is_setting_variable, Origin, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
+};
 use dirthara::{Config, Error, Locking};
 
 use crate::cli::GlobalArgs;
@@ -27,24 +31,27 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     if !args.dirs.is_empty() {
         config.directories = args.dirs.clone();
     }
+    // clap parsed these flags with their settings' own parsers; what a well-formed value
+    // must also be (a lease long enough, a table name safe in SQL) is checked here, not by
+    // clap, so that it is a CONFIG_ERROR naming the flag, as from the file or environment.
+    let flag = Origin::Named;
     if args.no_lock {
         config.locking = Locking::Off;
     }
     if let Some(locking) = args.locking {
-        config.locking = locking;
+        config.locking = LOCKING.accept(locking, flag("--locking"))?;
     }
     if let Some(wait) = args.lock_wait {
-        config.lock_wait = Some(wait);
+        config.lock_wait = Some(LOCK_WAIT.accept(wait, flag("--lock-wait"))?);
     }
     if let Some(ttl) = args.lock_ttl {
-        // Checked here, not by clap, so a short lease is a CONFIG_ERROR from every source.
-        config.lock_ttl = dirthara::config::check_lock_ttl(ttl, "--lock-ttl")?;
+        config.lock_ttl = LOCK_TTL.accept(ttl, flag("--lock-ttl"))?;
     }
     if let Some(timeout) = args.connect_timeout {
-        config.connect_timeout = timeout;
+        config.connect_timeout = CONNECT_TIMEOUT.accept(timeout, flag("--connect-timeout"))?;
     }
     if let Some(table) = &args.history_table {
-        config.history_table = table.clone();
+        config.history_table = HISTORY_TABLE.accept(table.clone(), flag("--history-table"))?;
     }
     if let Some(init_sql) = &args.init_sql {
         config
@@ -59,7 +66,7 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
 /// The file is read as `dotenvy` reads it (quotes, escapes, `export`, `${VAR}`); a line it
 /// cannot read is an error naming the file, not silently skipped.
 fn environment() -> Result<Vec<(String, String)>, Error> {
-    let mut vars: Vec<(String, String)> = std::env::vars().collect();
+    let mut vars = setting_variables(std::env::vars_os())?;
     let bad = |e: dotenvy::Error| {
         Error::new(dirthara::ErrorKind::Config {
             message: format!(".env: {e}; fix or remove that line"),
@@ -79,6 +86,27 @@ fn environment() -> Result<Vec<(String, String)>, Error> {
     Ok(vars)
 }
 
+/// The variables [`Config::merge_env`] reads, as text. Not `std::env::vars`, which panics on
+/// any variable that is not UTF-8, even one dirthara never reads: such a variable is refused
+/// only when it is a setting, by name.
+fn setting_variables(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Result<Vec<(String, String)>, Error> {
+    let mut settings = Vec::new();
+    for (name, value) in vars {
+        let Some(name) = name.to_str().filter(|name| is_setting_variable(name)) else {
+            continue;
+        };
+        let value = value.into_string().map_err(|_| {
+            Error::new(dirthara::ErrorKind::Config {
+                message: format!("environment variable {name} is not valid UTF-8"),
+            })
+        })?;
+        settings.push((name.to_string(), value));
+    }
+    Ok(settings)
+}
+
 /// Where `new` writes: the first configured directory.
 pub fn new_migration_dir(config: &Config) -> Result<PathBuf, Error> {
     config.directories.first().cloned().ok_or_else(|| {
@@ -87,4 +115,37 @@ pub fn new_migration_dir(config: &Config) -> Result<PathBuf, Error> {
                 .into(),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_variable_that_is_not_utf8_is_skipped_unless_it_is_a_setting() {
+        use std::os::unix::ffi::OsStringExt;
+        let not_utf8 = || OsString::from_vec(vec![b'x', 0xff]);
+        let vars = setting_variables([
+            (
+                OsString::from("DATABASE_URL"),
+                OsString::from("sqlite:x.db"),
+            ),
+            (OsString::from("LESSOPEN"), not_utf8()),
+            (not_utf8(), OsString::from("y")),
+            (OsString::from("HOME"), OsString::from("/root")),
+        ])
+        .unwrap();
+        assert_eq!(vars, [("DATABASE_URL".into(), "sqlite:x.db".into())]);
+
+        let error =
+            setting_variables([(OsString::from("DIRTHARA_LOCK_WAIT"), not_utf8())]).unwrap_err();
+        assert_eq!(error.code(), dirthara::Code::ConfigError);
+        assert!(
+            error
+                .to_string()
+                .contains("DIRTHARA_LOCK_WAIT is not valid UTF-8"),
+            "{error}"
+        );
+    }
 }

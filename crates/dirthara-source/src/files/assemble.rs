@@ -1,0 +1,181 @@
+//! Pairing the steps found on disk into migrations: ups with downs, each step's text and
+//! header read, and every inconsistency between the two reported.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::read::read_text;
+use super::{Findings, Part};
+use crate::commands::{is_blank_commands, parse_commands};
+use crate::directives::{parse_directives, Header};
+use crate::migration::{checksum, Migration, StepFormat, DEFAULT_CONNECTION};
+use crate::names::Role;
+
+/// Groups parts by version, pairs ups with downs, and reports every inconsistency.
+pub(super) fn assemble(parts: Vec<Part>, findings: &mut Findings) -> Vec<Migration> {
+    let mut by_version: BTreeMap<i64, (Option<Part>, Option<Part>)> = BTreeMap::new();
+    for part in parts {
+        let slot = by_version.entry(part.version).or_default();
+        let (place, other) = match part.role {
+            Role::Up | Role::UpOnly => (&mut slot.0, &slot.1),
+            Role::Down => (&mut slot.1, &slot.0),
+        };
+        let clash = place
+            .as_ref()
+            .or(other.as_ref().filter(|o| o.name != part.name));
+        if let Some(existing) = clash {
+            let reason = duplicate_version(part.version, &existing.path, &part.path);
+            findings.problem(&part.path, reason);
+            continue;
+        }
+        *place = Some(part);
+    }
+
+    let mut migrations = Vec::with_capacity(by_version.len());
+    for (version, pair) in by_version {
+        let (up, down) = match pair {
+            (Some(up), down) => (up, down),
+            (None, Some(down)) => {
+                findings.problem(
+                    &down.path,
+                    format!(
+                        "a down step without its up step; add `{version}_{}.up.sql` beside it or remove it",
+                        down.name
+                    ),
+                );
+                continue;
+            }
+            (None, None) => continue,
+        };
+        if let Some(migration) = build(version, up, down, findings) {
+            migrations.push(migration);
+        }
+    }
+    migrations
+}
+
+/// One migration from its up and optional down part, or `None` after reporting why not.
+fn build(
+    version: i64,
+    mut up: Part,
+    mut down: Option<Part>,
+    findings: &mut Findings,
+) -> Option<Migration> {
+    let before = findings.problems.len();
+    if let Some(down) = &down {
+        if up.role == Role::UpOnly {
+            findings.problem(
+                &down.path,
+                format!(
+                    "`{}` is an up-only migration; rename it to `{version}_{}.up.sql` to pair it \
+                     with this down step",
+                    file_name(&up.path),
+                    up.name
+                ),
+            );
+        } else if down.format != up.format {
+            findings.problem(
+                &down.path,
+                format!(
+                    "its up step `{}` is written in another format; both steps of a migration \
+                     are `.sql` or both are `.json`",
+                    file_name(&up.path)
+                ),
+            );
+        }
+    }
+    let up_text = read_step(&mut up, false, findings);
+    let down_text = down.as_mut().and_then(|d| read_step(d, true, findings));
+    let (up_text, up_header) = up_text?;
+    let mut migration = Migration {
+        version,
+        checksum: checksum(&up_text),
+        up: up_text,
+        down: None,
+        transactional: !up_header.no_transaction,
+        connection: up_header
+            .connection
+            .clone()
+            .unwrap_or_else(|| DEFAULT_CONNECTION.to_string()),
+        origin: up.path.display().to_string(),
+        format: up.format,
+        name: up.name,
+        own_transaction: None,
+        down_is_blank: false,
+    };
+    if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
+        if down_header.connection.is_some() && down_header.connection != up_header.connection {
+            findings.problem(
+                &down.path,
+                format!(
+                    "declares connection `{}` but its up step runs on `{}`; both steps of a \
+                     migration run on one connection",
+                    down_header.connection.as_deref().unwrap_or_default(),
+                    migration.connection
+                ),
+            );
+        }
+        migration.transactional &= !down_header.no_transaction;
+        migration.down = Some(down_text);
+    }
+    (findings.problems.len() == before).then_some(migration)
+}
+
+fn duplicate_version(version: i64, first: &Path, second: &Path) -> String {
+    format!(
+        "two migrations have version {version}: `{}` and `{}`; give one of them a new version",
+        first.display(),
+        second.display()
+    )
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// A step's text and header, or `None` after reporting why not. A blank down step (empty,
+/// only comments, or `[]`) is a deliberate "reverses nothing"; a blank up step is an error.
+fn read_step(part: &mut Part, down: bool, findings: &mut Findings) -> Option<(String, Header)> {
+    let text = match part.text.take().map_or_else(|| read_text(&part.path), Ok) {
+        Ok(text) => text,
+        Err(reason) => {
+            findings.problem(&part.path, reason);
+            return None;
+        }
+    };
+    match step_header(part.format, &text, down) {
+        Ok(mut header) => {
+            header.no_transaction |= part.no_transaction;
+            Some((text, header))
+        }
+        Err(reason) => {
+            findings.problem(&part.path, reason);
+            None
+        }
+    }
+}
+
+/// A step's header: SQL directives, or what a JSON command file declares about itself.
+pub(crate) fn step_header(
+    format: StepFormat,
+    text: &str,
+    down: bool,
+) -> std::result::Result<Header, String> {
+    let empty = text.trim_start_matches('\u{feff}').trim().is_empty();
+    if empty && !down {
+        return Err("is empty; write the migration's statements in it or delete it".into());
+    }
+    match format {
+        StepFormat::Sql | StepFormat::Rust => parse_directives(text),
+        StepFormat::MongoCommands if down && is_blank_commands(text) => Ok(Header::default()),
+        StepFormat::MongoCommands => {
+            let commands = parse_commands(text)?;
+            Ok(Header {
+                no_transaction: !commands.transaction,
+                connection: commands.connection,
+            })
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! Listing a migration directory and recognising each layout's entries in it.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::{Findings, Part, Result};
+use crate::layout::{self, describe, is_flyway_name, Entry, Layout};
+use crate::names::{format_of, looks_like_migration};
+use crate::SourceError;
+
+/// What the directory listing says an entry is, so that no `stat` per file is needed: the
+/// kernel hands the type over with the name (`d_type`). Only a symbolic link (or a file
+/// system that does not report types) costs a `stat`, to see what it points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    File,
+    Dir,
+    Other,
+}
+
+fn kind_of(entry: &fs::DirEntry) -> Kind {
+    let listed = entry.file_type().ok();
+    let file_type = match listed {
+        Some(t) if !t.is_symlink() => Some(t),
+        _ => fs::metadata(entry.path()).ok().map(|m| m.file_type()),
+    };
+    match file_type {
+        Some(t) if t.is_file() => Kind::File,
+        Some(t) if t.is_dir() => Kind::Dir,
+        _ => Kind::Other,
+    }
+}
+
+/// The entries of `dir` with their kinds, sorted so that messages come in a stable order.
+fn entries(dir: &Path) -> Result<Vec<(PathBuf, Kind)>> {
+    let read = fs::read_dir(dir).map_err(|e| SourceError::Directory {
+        dir: dir.to_path_buf(),
+        message: format!(
+            "cannot read migration directory `{}`: {e}. Create it (`dirthara new <name>` does), or \
+             point --dir / `directories` at the right place",
+            dir.display()
+        ),
+    })?;
+    let mut paths = Vec::new();
+    for entry in read {
+        let entry = entry.map_err(|e| SourceError::Directory {
+            dir: dir.to_path_buf(),
+            message: format!("cannot list migration directory `{}`: {e}", dir.display()),
+        })?;
+        paths.push((entry.path(), kind_of(&entry)));
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+pub(super) fn scan_directory(
+    dir: &Path,
+    wanted: Option<Layout>,
+    findings: &mut Findings,
+) -> Result<Vec<Part>> {
+    let mut found: Vec<(PathBuf, Entry)> = Vec::new();
+    for (path, kind) in entries(dir)? {
+        let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
+            if path
+                .extension()
+                .is_some_and(|ext| ext == "sql" || ext == "json")
+            {
+                findings.problem(&path, "the file name is not valid UTF-8; rename it");
+            }
+            continue;
+        };
+        if file_name.starts_with('.') {
+            continue;
+        }
+        if kind == Kind::Dir {
+            if !path.join("up.sql").is_file() {
+                continue;
+            }
+            if wanted.is_some_and(|w| w != Layout::Diesel) {
+                findings.skip(
+                    &path,
+                    "a folder with `up.sql` (Diesel's layout), but the directory is configured with \
+                     another `format`",
+                );
+            } else if let Some(entry) = layout::diesel(&path, file_name, findings) {
+                found.push((path, entry));
+            }
+            continue;
+        }
+        if format_of(file_name).is_none() {
+            if looks_like_migration(file_name) {
+                findings.skip(
+                    &path,
+                    "named like a migration, but only `.sql` and `.json` files are loaded; rename it \
+                     if it is meant to run",
+                );
+            }
+            continue;
+        }
+        if kind != Kind::File {
+            findings.problem(&path, "is not a regular file");
+            continue;
+        }
+        let entry = if is_flyway_name(file_name) {
+            layout::flyway(&path, file_name, findings)
+        } else {
+            layout::plain_or_sectioned(&path, file_name, findings)
+        };
+        found.extend(entry.map(|e| (path, e)));
+    }
+    let layouts: std::collections::BTreeSet<Layout> = found.iter().map(|(_, e)| e.layout).collect();
+    if let Some(wanted) = wanted {
+        let mut parts = Vec::new();
+        for (path, entry) in found {
+            if entry.layout == wanted {
+                parts.extend(entry.parts);
+            } else {
+                findings.problem(
+                    &path,
+                    format!(
+                        "is a {} migration, but `{}` is configured with `format` {wanted}; move it \
+                         to a directory of its own layout",
+                        entry.layout,
+                        dir.display()
+                    ),
+                );
+            }
+        }
+        return Ok(parts);
+    }
+    if layouts.len() > 1 {
+        let listed: Vec<(PathBuf, Layout)> =
+            found.iter().map(|(p, e)| (p.clone(), e.layout)).collect();
+        findings.problem(
+            dir,
+            format!(
+                "mixes migration layouts: {}; one directory holds one tool's layout, so move each \
+                 set into a directory of its own (or name the layout with `format` in dirthara.toml)",
+                describe(&listed)
+            ),
+        );
+        return Ok(Vec::new());
+    }
+    Ok(found.into_iter().flat_map(|(_, e)| e.parts).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fs;
+
+    use crate::files::load_directories;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symlinked_migration_is_followed_and_a_dangling_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        fs::write(elsewhere.path().join("real.sql"), "SELECT 1;").unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.path().join("real.sql"),
+            dir.path().join("1_linked.sql"),
+        )
+        .unwrap();
+        let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        assert_eq!(loaded[0].up, "SELECT 1;");
+
+        std::os::unix::fs::symlink(dir.path().join("gone.sql"), dir.path().join("2_gone.sql"))
+            .unwrap();
+        let err = load_directories(&[dir.path().to_path_buf()]).unwrap_err();
+        assert!(err.to_string().contains("is not a regular file"), "{err}");
+    }
+}

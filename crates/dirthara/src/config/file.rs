@@ -1,0 +1,261 @@
+//! `dirthara.toml`: its keys, read into a [`Config`] through the settings' one parsers.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::value::{Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT};
+use super::{Config, Layout};
+use crate::error::{Error, Result};
+
+/// One entry of `directories`: a path, or `{ path = "...", format = "goose" }`.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum DirectoryEntry {
+    Path(PathBuf),
+    WithFormat { path: PathBuf, format: String },
+}
+
+/// The file format (`dirthara.toml`). Unknown keys are refused, so a typo is not ignored.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    directories: Option<Vec<DirectoryEntry>>,
+    locking: Option<toml::Value>,
+    lock_wait: Option<toml::Value>,
+    lock_ttl: Option<toml::Value>,
+    history_table: Option<String>,
+    history_connection: Option<String>,
+    connections: Option<BTreeMap<String, String>>,
+    strict: Option<bool>,
+    connect_timeout: Option<toml::Value>,
+    init_sql: Option<BTreeMap<String, String>>,
+}
+
+impl Config {
+    /// Reads a `dirthara.toml` over these settings. Relative directories are taken from the
+    /// file's own directory, so the file means the same wherever the command is run from.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("dirthara.toml");
+    /// std::fs::write(&file, "directories = [\"db\"]\nlocking = \"lease\"\n").unwrap();
+    /// let mut config = dirthara::Config::default();
+    /// config.merge_file(&file)?;
+    /// assert_eq!(config.directories, vec![dir.path().join("db")]);
+    /// assert_eq!(config.locking, dirthara::Locking::Lease);
+    /// # Ok::<(), dirthara::Error>(())
+    /// ```
+    pub fn merge_file(&mut self, path: &Path) -> Result<()> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::config(format!("cannot read config file {}: {e}", path.display()))
+        })?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        self.merge_toml(&text, &path.display().to_string(), base)
+    }
+
+    /// Reads TOML text (see [`Config::merge_file`]); `origin` names it in errors.
+    pub fn merge_toml(&mut self, text: &str, origin: &str, base: &Path) -> Result<()> {
+        let file: ConfigFile = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
+        if let Some(dirs) = file.directories {
+            self.directories.clear();
+            self.layouts.clear();
+            for entry in dirs {
+                match entry {
+                    DirectoryEntry::Path(path) => self.directories.push(base.join(path)),
+                    DirectoryEntry::WithFormat { path, format } => {
+                        let layout = Layout::parse(&format).ok_or_else(|| {
+                            Error::config(format!(
+                                "{origin}: `format` of `{}`: one of {}, not `{format}`",
+                                path.display(),
+                                Layout::NAMES
+                            ))
+                        })?;
+                        self.directories.push(base.join(&path));
+                        self.layouts.insert(base.join(path), layout);
+                    }
+                }
+            }
+        }
+        if let Some(value) = file.locking {
+            self.locking = LOCKING.read_toml(&value, origin)?;
+        }
+        if let Some(value) = file.lock_wait {
+            self.lock_wait = Some(LOCK_WAIT.read_toml(&value, origin)?);
+        }
+        if let Some(value) = file.lock_ttl {
+            self.lock_ttl = LOCK_TTL.read_toml(&value, origin)?;
+        }
+        if let Some(value) = file.connect_timeout {
+            self.connect_timeout = CONNECT_TIMEOUT.read_toml(&value, origin)?;
+        }
+        if let Some(table) = file.history_table {
+            self.history_table = HISTORY_TABLE.accept(table, HISTORY_TABLE.in_file(origin))?;
+        }
+        if let Some(name) = file.history_connection {
+            self.history_connection = name;
+        }
+        if let Some(connections) = file.connections {
+            self.connections.extend(connections);
+        }
+        if let Some(strict) = file.strict {
+            self.strict = strict;
+        }
+        if let Some(init_sql) = file.init_sql {
+            self.init_sql.extend(init_sql);
+        }
+        Ok(())
+    }
+}
+
+impl<T> Setting<T> {
+    fn in_file<'a>(&self, file: &'a str) -> Origin<'a> {
+        Origin::File {
+            file,
+            key: self.key,
+        }
+    }
+
+    /// A TOML string is the setting's text. An integer or a boolean is read as it is
+    /// written (`lock_wait = 0`, `locking = false`), so that TOML's types mean what the same
+    /// text means in the environment; any other TOML type is refused.
+    fn read_toml(&self, value: &toml::Value, file: &str) -> Result<T> {
+        let origin = self.in_file(file);
+        match value {
+            toml::Value::String(text) => self.read(text, origin),
+            toml::Value::Integer(number) => self.read(&number.to_string(), origin),
+            toml::Value::Boolean(switch) => self.read(&switch.to_string(), origin),
+            _ => Err(self.refuse(origin)),
+        }
+    }
+}
+
+/// A TOML error, which quotes the offending line: when that line holds a URL with a
+/// password, the error says where instead of quoting it.
+fn toml_error(origin: &str, text: &str, error: &toml::de::Error) -> Error {
+    let full = error.to_string();
+    if crate::redact::redact_urls_in(&full) == full {
+        return Error::config(format!("{origin}: {}", full.trim_end()));
+    }
+    let at = error.span().map_or(String::new(), |span| {
+        let before = text.get(..span.start).unwrap_or(text);
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        format!(" at line {line}, column {column}")
+    });
+    let message = crate::redact::redact_urls_in(error.message());
+    Error::config(format!(
+        "{origin}: TOML parse error{at}: {}",
+        message.trim_end()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{LockWait, Locking, MIN_LOCK_TTL};
+
+    #[test]
+    fn bad_files_are_refused_with_the_key() {
+        for (text, needle) in [
+            ("locking = \"maybe\"", "`locking`"),
+            ("lock_wait = \"soon\"", "`lock_wait`"),
+            ("directorys = []", "directorys"),
+        ] {
+            let err = Config::default()
+                .merge_toml(text, "dirthara.toml", Path::new(""))
+                .unwrap_err();
+            assert_eq!(err.code(), crate::Code::ConfigError);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+    }
+
+    #[test]
+    fn toml_integers_and_booleans_mean_what_the_same_text_means() {
+        let mut c = Config::default();
+        c.merge_toml(
+            "locking = false\nlock_wait = 0\nlock_ttl = 600\nconnect_timeout = 7",
+            "dirthara.toml",
+            Path::new(""),
+        )
+        .unwrap();
+        assert_eq!(c.locking, Locking::Off);
+        assert_eq!(c.lock_wait, Some(LockWait::For(Duration::ZERO)));
+        assert_eq!(c.lock_ttl, Duration::from_secs(600));
+        assert_eq!(c.connect_timeout, Duration::from_secs(7));
+        // Other TOML types are no value of these settings, `inf` included.
+        for text in [
+            "lock_wait = inf",
+            "lock_wait = -1",
+            "locking = 1",
+            "lock_ttl = 1.5",
+        ] {
+            let err = Config::default()
+                .merge_toml(text, "dirthara.toml", Path::new(""))
+                .unwrap_err();
+            assert!(err.to_string().contains(": expected "), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_directory_may_name_its_layout() {
+        let mut c = Config::default();
+        c.merge_toml(
+            "directories = [\"db\", { path = \"legacy\", format = \"goose\" }]",
+            "dirthara.toml",
+            Path::new("/p"),
+        )
+        .unwrap();
+        assert_eq!(
+            c.directories,
+            [PathBuf::from("/p/db"), PathBuf::from("/p/legacy")]
+        );
+        assert_eq!(
+            c.layouts.into_iter().collect::<Vec<_>>(),
+            [(PathBuf::from("/p/legacy"), Layout::Goose)]
+        );
+        let err = Config::default()
+            .merge_toml(
+                "directories = [{ path = \"x\", format = \"liquibase\" }]",
+                "dirthara.toml",
+                Path::new(""),
+            )
+            .unwrap_err();
+        assert!(err.to_string().contains("not `liquibase`"), "{err}");
+        assert!(err.to_string().contains("`goose`"), "{err}");
+    }
+
+    #[test]
+    fn a_lease_below_the_minimum_is_refused_naming_the_file_and_key() {
+        let err = Config::default()
+            .merge_toml("lock_ttl = \"4s\"", "dirthara.toml", Path::new(""))
+            .unwrap_err();
+        assert_eq!(err.code(), crate::Code::ConfigError);
+        assert!(
+            err.to_string().contains("dirthara.toml: `lock_ttl`"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("minimum of 5s"), "{err}");
+        let mut c = Config::with_url("sqlite:x.db");
+        c.merge_toml("lock_ttl = 5", "dirthara.toml", Path::new(""))
+            .unwrap();
+        assert_eq!(c.lock_ttl, MIN_LOCK_TTL);
+    }
+
+    #[test]
+    fn a_history_table_that_is_not_a_plain_identifier_is_refused_naming_the_file_and_key() {
+        let err = Config::default()
+            .merge_toml("history_table = \"a b\"", "dirthara.toml", Path::new(""))
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("dirthara.toml: `history_table`: history table name `a b`"),
+            "{err}"
+        );
+    }
+}

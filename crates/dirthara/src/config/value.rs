@@ -1,0 +1,358 @@
+//! The one parser of each setting written as text, shared by `dirthara.toml`, the
+//! environment and the command line, and the validated types they produce.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+/// Which lock a command takes (`locking`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Locking {
+    /// `true`: the backend's native strategy (session lock on PostgreSQL and MySQL; on SQLite,
+    /// which has none, the run is refused before anything is read).
+    #[default]
+    Auto,
+    /// `false`: no lock at all. Only safe when a single runner can touch the database.
+    Off,
+    /// A named lock held by the history connection's session.
+    Session,
+    /// A lease row/document with an expiry.
+    Lease,
+}
+
+impl Locking {
+    /// Every accepted value, the same for `--locking`, `locking` in the file (where `true`
+    /// and `false` may also be TOML booleans) and `DIRTHARA_LOCKING`.
+    pub const VALUES: [&'static str; 6] = ["true", "false", "auto", "off", "session", "lease"];
+
+    /// The one parser of `locking` values ([`Locking::VALUES`], any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "true" | "auto" => Some(Locking::Auto),
+            "false" | "off" => Some(Locking::Off),
+            "session" => Some(Locking::Session),
+            "lease" => Some(Locking::Lease),
+            _ => None,
+        }
+    }
+}
+
+/// How long to wait for a lock another runner holds (`lock_wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockWait {
+    Forever,
+    /// Up to this long; `Duration::ZERO` fails at once.
+    For(Duration),
+}
+
+impl LockWait {
+    /// The one parser of `lock_wait` values: `forever` (or `inf`, `infinite`), or a duration
+    /// as [`parse_duration`] reads it.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim() {
+            "forever" | "inf" | "infinite" => Some(LockWait::Forever),
+            other => parse_duration(other).map(LockWait::For),
+        }
+    }
+}
+
+/// Parses a duration as `humantime` does (`500ms`, `30s`, `5m`, `2h`, `1h 30m`, `1day`), or
+/// a bare number of seconds (`0`, `30`), the form TOML integers and shell scripts use.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse().ok().map(Duration::from_secs);
+    }
+    humantime::parse_duration(text).ok()
+}
+
+/// The shortest lease: the heartbeat renews every third of it, and a shorter lease would
+/// lapse at the first slow renewal (a round trip, a GC pause) and stop the run with
+/// `LOCK_LEASE_LOST`.
+pub const MIN_LOCK_TTL: Duration = Duration::from_secs(5);
+
+/// Where a setting's value was written, as its errors name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin<'a> {
+    /// `key` in the configuration file `file`: ``dirthara.toml: `lock_ttl` ``.
+    File { file: &'a str, key: &'a str },
+    /// An environment variable: `environment variable DIRTHARA_LOCK_TTL`.
+    Env(&'a str),
+    /// A flag (`--lock-ttl`), or a field set in code (`` `lock_ttl` ``): named as given.
+    Named(&'a str),
+}
+
+impl fmt::Display for Origin<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { file, key } => write!(f, "{file}: `{key}`"),
+            Origin::Env(name) => write!(f, "environment variable {name}"),
+            Origin::Named(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A setting written as text — in `dirthara.toml`, an environment variable or a flag — with
+/// the one parser that turns the text into its validated value, wherever it was written.
+///
+/// # Examples
+///
+/// ```
+/// use dirthara::config::{Origin, LOCK_TTL};
+/// let ttl = LOCK_TTL.read("10m", Origin::Env("DIRTHARA_LOCK_TTL"))?;
+/// assert_eq!(ttl, std::time::Duration::from_secs(600));
+/// let error = LOCK_TTL.read("1s", Origin::Named("--lock-ttl")).unwrap_err();
+/// assert!(error.to_string().starts_with("--lock-ttl: a lease of 1s is shorter"));
+/// # Ok::<(), dirthara::Error>(())
+/// ```
+pub struct Setting<T> {
+    /// The key in `dirthara.toml`.
+    pub key: &'static str,
+    /// What the text must be, said after `expected`. Strings are written between single
+    /// quotes: messages about `dirthara.toml` show them in TOML's double quotes, others bare.
+    expected: &'static str,
+    /// The syntax: `None` when the text is not a value of this setting at all.
+    syntax: fn(&str) -> Option<T>,
+    /// What a well-formed value must also be, or the reason it is refused.
+    check: fn(&T) -> std::result::Result<(), String>,
+}
+
+impl<T> Setting<T> {
+    /// Parses and checks `text`; an error names `origin`.
+    pub fn read(&self, text: &str, origin: Origin<'_>) -> Result<T> {
+        let value = self.parse(text).ok_or_else(|| self.refuse(origin))?;
+        self.accept(value, origin)
+    }
+
+    /// Only the syntax of [`Setting::read`], for a parser that reports malformed text its own
+    /// way (clap, for flags); the value still goes through [`Setting::accept`].
+    pub fn parse(&self, text: &str) -> Option<T> {
+        (self.syntax)(text)
+    }
+
+    /// Checks a value that arrived already typed (parsed by clap, a TOML string, a field set
+    /// in code); an error names `origin`.
+    pub fn accept(&self, value: T, origin: Origin<'_>) -> Result<T> {
+        match (self.check)(&value) {
+            Ok(()) => Ok(value),
+            Err(reason) => Err(Error::config(format!("{origin}: {reason}"))),
+        }
+    }
+
+    /// The error for text that is not a value of this setting.
+    pub(crate) fn refuse(&self, origin: Origin<'_>) -> Error {
+        let expected = match origin {
+            Origin::File { .. } => self.expected.replace('\'', "\""),
+            Origin::Env(_) | Origin::Named(_) => self.expected.replace('\'', ""),
+        };
+        Error::config(format!("{origin}: expected {expected}"))
+    }
+}
+
+fn any_value<T>(_: &T) -> std::result::Result<(), String> {
+    Ok(())
+}
+
+/// `locking`: [`Locking::parse`]; in `dirthara.toml` also the booleans `true` and `false`.
+pub const LOCKING: Setting<Locking> = Setting {
+    key: "locking",
+    expected: "one of true, false, auto, off, session, lease",
+    syntax: Locking::parse,
+    check: any_value,
+};
+
+/// `lock_wait`: [`LockWait::parse`].
+pub const LOCK_WAIT: Setting<LockWait> = Setting {
+    key: "lock_wait",
+    expected: "a duration such as '30s', 0, or 'forever'",
+    syntax: LockWait::parse,
+    check: any_value,
+};
+
+/// `lock_ttl`: a duration ([`parse_duration`]) of at least [`MIN_LOCK_TTL`].
+pub const LOCK_TTL: Setting<Duration> = Setting {
+    key: "lock_ttl",
+    expected: "a duration such as '30m'",
+    syntax: parse_duration,
+    check: long_enough_lease,
+};
+
+/// `connect_timeout`: a duration ([`parse_duration`]).
+pub const CONNECT_TIMEOUT: Setting<Duration> = Setting {
+    key: "connect_timeout",
+    expected: "a duration such as '30s'",
+    syntax: parse_duration,
+    check: any_value,
+};
+
+/// `history_table`: any text, then refused unless it is a plain identifier, because the
+/// name is spliced into SQL.
+pub const HISTORY_TABLE: Setting<String> = Setting {
+    key: "history_table",
+    // Never said: all text parses, and the check gives the reason for a refusal.
+    expected: "a table name",
+    syntax: |text| Some(text.to_string()),
+    check: |name| check_table_name(name),
+};
+
+/// `strict` written as text (`DIRTHARA_STRICT`): `1`, `true`, `yes`, `on` or `0`, `false`,
+/// `no`, `off`, empty, in any case. The file has TOML's own booleans and the command line a
+/// switch, so neither needs text.
+pub const STRICT: Setting<bool> = Setting {
+    key: "strict",
+    expected: "true or false",
+    syntax: parse_switch,
+    check: any_value,
+};
+
+fn parse_switch(text: &str) -> Option<bool> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Some(true),
+        "0" | "false" | "no" | "off" | "" => Some(false),
+        _ => None,
+    }
+}
+
+/// `directories` written as text (`DIRTHARA_DIRECTORIES`): comma-separated, blanks dropped.
+pub(crate) fn parse_directory_list(text: &str) -> Vec<PathBuf> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .collect()
+}
+
+fn long_enough_lease(ttl: &Duration) -> std::result::Result<(), String> {
+    if *ttl >= MIN_LOCK_TTL {
+        return Ok(());
+    }
+    Err(format!(
+        "a lease of {ttl:?} is shorter than the minimum of {}s: the heartbeat renews it every \
+         third of its length, so it would lapse before the run could keep it. Use at least {}s, \
+         e.g. 5m (the default is 30m)",
+        MIN_LOCK_TTL.as_secs(),
+        MIN_LOCK_TTL.as_secs()
+    ))
+}
+
+fn check_table_name(name: &str) -> std::result::Result<(), String> {
+    if is_plain_identifier(name, 48) {
+        return Ok(());
+    }
+    Err(format!(
+        "history table name `{name}` is not a plain identifier: use at most 48 letters, digits \
+         and `_`, starting with a letter or `_`"
+    ))
+}
+
+/// History table names are spliced into SQL, so they are plain identifiers.
+pub(crate) fn validate_table_name(name: &str) -> Result<()> {
+    check_table_name(name).map_err(Error::config)
+}
+
+/// A name safe to splice into SQL (quoted) on every dialect: letters, digits and `_`,
+/// starting with a letter or `_`, at most `max_len` long.
+pub(crate) fn is_plain_identifier(name: &str, max_len: usize) -> bool {
+    !name.is_empty()
+        && name.len() <= max_len
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("30s"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("250ms"), Some(Duration::from_millis(250)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h 30m"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_duration("30"), Some(Duration::from_secs(30)));
+        assert_eq!(parse_duration("soon"), None);
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(LockWait::parse("forever"), Some(LockWait::Forever));
+    }
+
+    #[test]
+    fn the_locking_message_lists_exactly_the_accepted_values() {
+        let listed = format!("one of {}", Locking::VALUES.join(", "));
+        assert_eq!(LOCKING.expected, listed);
+        for text in Locking::VALUES {
+            assert!(Locking::parse(text).is_some(), "{text}");
+        }
+        // The undocumented spellings are gone.
+        for text in ["on", "none", "yes"] {
+            assert_eq!(Locking::parse(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_quotes_strings_as_the_origin_writes_them() {
+        let file = Origin::File {
+            file: "dirthara.toml",
+            key: "lock_wait",
+        };
+        assert_eq!(
+            LOCK_WAIT.read("soon", file).unwrap_err().to_string(),
+            "dirthara.toml: `lock_wait`: expected a duration such as \"30s\", 0, or \"forever\""
+        );
+        assert_eq!(
+            LOCK_WAIT
+                .read("soon", Origin::Env("DIRTHARA_LOCK_WAIT"))
+                .unwrap_err()
+                .to_string(),
+            "environment variable DIRTHARA_LOCK_WAIT: expected a duration such as 30s, 0, or forever"
+        );
+    }
+
+    #[test]
+    fn a_well_formed_value_can_still_be_refused_naming_its_origin() {
+        let error = LOCK_TTL
+            .read("4s", Origin::Named("--lock-ttl"))
+            .unwrap_err();
+        assert_eq!(error.code(), crate::Code::ConfigError);
+        assert!(
+            error
+                .to_string()
+                .starts_with("--lock-ttl: a lease of 4s is shorter than the minimum of 5s"),
+            "{error}"
+        );
+        assert_eq!(
+            LOCK_TTL.read("5", Origin::Named("--lock-ttl")).unwrap(),
+            MIN_LOCK_TTL
+        );
+        let error = HISTORY_TABLE
+            .read("x; DROP TABLE y", Origin::Env("DIRTHARA_HISTORY_TABLE"))
+            .unwrap_err();
+        assert!(
+            error.to_string().starts_with(
+                "environment variable DIRTHARA_HISTORY_TABLE: history table name `x; DROP TABLE y`"
+            ),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn strict_as_text_takes_the_usual_switch_spellings_in_any_case() {
+        for (text, expected) in [("1", true), ("TRUE", true), ("On", true), ("no", false)] {
+            assert_eq!(STRICT.parse(text), Some(expected), "{text}");
+        }
+        assert_eq!(STRICT.parse(""), Some(false));
+        assert_eq!(STRICT.parse("maybe"), None);
+    }
+
+    #[test]
+    fn table_names_must_be_identifiers() {
+        assert!(validate_table_name("dirthara_migrations").is_ok());
+        assert!(validate_table_name("x; DROP TABLE y").is_err());
+        assert!(validate_table_name("1abc").is_err());
+    }
+}
