@@ -2,31 +2,33 @@
 //!
 //! # Layout
 //!
-//! - [`migration`], [`source`]: what a migration is, and loading it from directories in any
-//!   supported layout — every malformed file is refused before a database is touched. The
-//!   rules, and the SQL tokenizer that finds a file's own transaction control and splits
-//!   MySQL `DELIMITER` scripts, live in the `dirthara-source` crate (shared with
-//!   `embed_migrations!`).
-//! - [`plan`]: the planner, pure functions from (migrations, history, command) to a plan —
-//!   including adopting another tool's history (`plan_adoption`).
-//! - [`lock`]: which lock a command takes and how a runner waits for it; `lock/lease.rs`
-//!   is the lease algorithm over a small store trait.
-//! - [`backend`]: how each database stores the history, runs a step and locks. The SQL
-//!   backends share one implementation (`backend/sql.rs`, history SQL per dialect with
-//!   qualified table names) and differ only in their driver; `backend/postgres/pooler.rs`
-//!   proves a session lock is not behind a transaction pooler.
-//! - [`adopt`]: reading sqlx, golang-migrate, dbmate, goose, refinery, Diesel and Flyway
-//!   history tables for `baseline --from`.
-//! - [`engine`]: [`Migrator`], the one place that decides when to lock, read, plan, apply
-//!   and release; `engine/session.rs` is the locked command and its one apply loop. The
-//!   `dirthara` CLI is a thin layer over it.
-//! - [`code`]: migrations written in Rust, mixed with file migrations.
-//! - [`config`], [`error`] (with [`DatabaseError`], everything a database said about a
-//!   failed step), [`events`], [`report`]: settings in, errors/events/results out.
+//! - `plan`: the planner, pure functions from (migrations, history, command) to a plan — every
+//!   command's rules, `baseline` and `resolve` (`plan/records.rs`) and adopting another tool's
+//!   history (`plan/adoption.rs`) included. No I/O.
+//! - `lock`: the whole lock — the strategy, one wait loop for both strategies
+//!   (`lock/wait.rs`), the held lock as a value confirmed before each migration and released
+//!   once (`lock/guard.rs`), and the lease algorithm over a small store trait
+//!   (`lock/lease.rs`). Databases supply only the two primitives, `SessionLock` and
+//!   `LeaseStore`.
+//! - `backend`: one module per database behind one narrow `Backend` trait (read and prepare
+//!   the history, run a step with or without its record, record, drop, the lock
+//!   primitives). The SQL backends share `backend/sql.rs` (their SQL text per dialect in
+//!   `sql/dialect.rs`); the history's existence and layout rules are written once for SQL
+//!   and MongoDB in `backend/history_tables.rs`.
+//! - `engine`: [`Migrator`], the one place that decides when to load, lock, read, plan,
+//!   apply and release: the commands (`engine/commands.rs`), each run as a session
+//!   (`engine/session.rs`: connect, lock, the one apply loop, release) whose steps run in
+//!   `engine/step.rs`; `engine/preview.rs` and `engine/inspect.rs` only look.
+//! - `config`: the settings and their one parser each, shared by `dirthara.toml`, the
+//!   environment and the CLI's flags. `error`, `events`, `report`: what comes out.
+//! - `adopt`: reading other tools' history tables; `code`: migrations written in Rust. The
+//!   file formats and the SQL tokenizer live in the `dirthara-source` crate.
 //!
-//! What may import what: `plan` imports only `migration`, `history`, `events` and `error`; backends
-//! never decide *when* anything happens; the engine is the only caller of backends' step
-//! and lock methods.
+//! What may import what: `plan` imports only `migration`, `history`, `events` and `error`;
+//! `lock` imports `config`, `error`, `events` and `report`, never a backend; backends
+//! import `lock` (for its primitives) and never the engine; only the engine calls backends'
+//! step and lock methods. There are no import cycles between modules
+//! (`bench/module_cycles.py` checks).
 //!
 //! # Quick start
 //!

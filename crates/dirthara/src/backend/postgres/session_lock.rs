@@ -1,0 +1,154 @@
+//! The advisory lock as the lock module sees it: try, confirm, release (with a `NOTIFY` that
+//! wakes the waiters), who holds it, waiting for its release, and ending its holder.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::postgres::PgListener;
+use sqlx::{Executor, Row};
+
+use super::pooler::SessionCheck;
+use super::{PgDriver, RELEASE_CHANNEL};
+use crate::error::Result;
+use crate::events::LockHolder;
+use crate::lock::{jittered, SessionLock};
+
+#[async_trait]
+impl SessionLock for PgDriver {
+    async fn try_lock(&mut self) -> Result<bool> {
+        let key = self.lock_key;
+        if self.session_check.is_none() {
+            let check = SessionCheck::start(&mut self.conn, &self.options).await;
+            self.session_check = Some(check.map_err(|s| self.suspect_error(s))?);
+        }
+        let check = self.session_check.as_mut().expect("checked above");
+        let taken = check
+            .try_lock(&mut self.conn, key, &Self::lock_match(key))
+            .await;
+        let taken = taken.map_err(|s| self.suspect_error(s))?;
+        if taken {
+            self.held_key = Some(key);
+        }
+        Ok(taken)
+    }
+
+    fn verifies_in_step(&self) -> bool {
+        self.held_key.is_some()
+    }
+
+    async fn holds_lock(&mut self) -> Result<bool> {
+        // Held by the server session this connection ran in when it took the lock — not by
+        // whichever session a proxy handed this transaction to.
+        let same_session = match &self.session_check {
+            Some(check) => format!(" AND {}", check.in_our_session_sql()),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {} AND l.pid = pg_backend_pid()){same_session}",
+            Self::lock_match(self.lock_key)
+        );
+        let row = self
+            .conn
+            .fetch_one(sql.as_str())
+            .await
+            .map_err(|e| self.lock_error(e))?;
+        row.try_get::<bool, _>(0).map_err(|e| self.lock_error(e))
+    }
+
+    async fn unlock(&mut self) -> Result<()> {
+        let key = self.lock_key;
+        self.held_key = None;
+        // Release and wake the waiters in one message.
+        let sql = format!("SELECT pg_advisory_unlock({key}); NOTIFY {RELEASE_CHANNEL}");
+        self.conn
+            .execute(sql.as_str())
+            .await
+            .map(|_| ())
+            .map_err(|e| self.lock_error(e))
+    }
+
+    async fn holder(&mut self) -> Result<Option<LockHolder>> {
+        let sql = format!(
+            "SELECT a.pid::bigint, a.application_name::text, \
+             coalesce(host(a.client_addr), 'local socket')::text, \
+             to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
+             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE {} LIMIT 1",
+            Self::lock_match(self.lock_key)
+        );
+        let row = self
+            .conn
+            .fetch_optional(sql.as_str())
+            .await
+            .map_err(|e| self.lock_error(e))?;
+        Ok(row.map(|row| LockHolder {
+            session_id: row.try_get(0).ok(),
+            application: row.try_get::<String, _>(1).ok().filter(|a| !a.is_empty()),
+            client_address: row.try_get(2).ok(),
+            since: row.try_get(3).ok(),
+            activity: None,
+        }))
+    }
+
+    async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
+        if self.listener.is_none() && !self.listener_failed {
+            match PgListener::connect(&self.url).await {
+                Ok(mut listener) => match listener.listen(RELEASE_CHANNEL).await {
+                    Ok(()) => {
+                        self.listener = Some(listener);
+                        // Listening now: return so the caller tries once more, closing the
+                        // window in which a release happened before we listened.
+                        return Ok(());
+                    }
+                    Err(_) => self.listener_failed = true,
+                },
+                // A pooler may refuse LISTEN; fall back to short polling.
+                Err(_) => self.listener_failed = true,
+            }
+        }
+        if let Some(listener) = self.listener.as_mut() {
+            match tokio::time::timeout(max, listener.recv()).await {
+                // Woken, or waited the whole `max`: either way the caller tries again. Behind
+                // a transaction pooler LISTEN "succeeds" but nothing ever arrives, so waiting
+                // degrades to polling every `max`.
+                Ok(Ok(_)) | Err(_) => return Ok(()),
+                // A listener that fails (a pooler or proxy closing it) would fail again at
+                // once, turning the wait into a busy loop: poll instead.
+                Ok(Err(_)) => {
+                    self.listener = None;
+                    self.listener_failed = true;
+                }
+            }
+        }
+        tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
+        Ok(())
+    }
+
+    async fn force_unlock(&mut self) -> Result<Vec<String>> {
+        // The holder's lock session, plus every other session announcing the same runner
+        // (`dirthara <op> host:pid`): its migrations may run on connections of their own.
+        let sql = format!(
+            "WITH holder AS (SELECT a.pid, a.application_name FROM pg_locks l \
+             JOIN pg_stat_activity a ON a.pid = l.pid WHERE {}) \
+             SELECT a.pid::bigint, a.application_name::text, \
+             coalesce(host(a.client_addr), 'local socket')::text, pg_terminate_backend(a.pid) \
+             FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND (a.pid IN (SELECT pid FROM holder) \
+             OR (a.application_name LIKE 'dirthara %' \
+                 AND a.application_name IN (SELECT application_name FROM holder)))",
+            Self::lock_match(self.lock_key)
+        );
+        let rows = self
+            .conn
+            .fetch_all(sql.as_str())
+            .await
+            .map_err(|e| self.lock_error(e))?;
+        Ok(rows
+            .iter()
+            .map(|row| {
+                let pid: i64 = row.try_get(0).unwrap_or_default();
+                let app: String = row.try_get(1).unwrap_or_default();
+                let addr: String = row.try_get(2).unwrap_or_default();
+                format!("terminated session {pid} (`{app}`) from {addr}")
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,185 @@
+//! The message an error prints: what went wrong, what is known about the database's state,
+//! and what to do next. The facts come from the kind; the advice from `hints`.
+
+use std::fmt;
+
+use super::*;
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.kind {
+            ErrorKind::LockHeld {
+                lock,
+                connection,
+                holder,
+            } => {
+                write!(f, "lock `{lock}` on connection `{connection}` is held")?;
+                if let Some(holder) = holder {
+                    write!(f, " by {holder}")?;
+                }
+                match self.context.waited {
+                    // Advice to wait would be advice to do what was just done.
+                    Some(waited) => write!(
+                        f,
+                        "; another runner is migrating this database, and it still held the lock \
+                         after waiting {} (--lock-wait). See who holds it with `dirthara unlock`; \
+                         if that runner is gone, `dirthara unlock --force` clears it (a lease also \
+                         lapses by itself); or wait without a limit with --lock-wait forever",
+                        human(waited)
+                    ),
+                    None => write!(
+                        f,
+                        "; another runner is migrating this database. Retry when it finishes, wait \
+                         for it with --lock-wait (e.g. 10m, or forever), or inspect it with \
+                         `dirthara unlock`"
+                    ),
+                }
+            }
+            ErrorKind::LockFailed {
+                lock,
+                connection,
+                reason,
+            } => write!(f, "lock `{lock}` on connection `{connection}`: {reason}"),
+            ErrorKind::LockLost {
+                lock,
+                connection,
+                next,
+            } => {
+                write!(
+                    f,
+                    "lock `{lock}` on connection `{connection}` was lost during the run"
+                )?;
+                if let Some((version, name)) = next {
+                    write!(
+                        f,
+                        "; stopped before migration {version} ({name}) was applied, leaving it and \
+                         everything after it undone"
+                    )?;
+                }
+                write!(
+                    f,
+                    ". Run the command again: it plans against what was recorded"
+                )
+            }
+            ErrorKind::Interrupted { .. } if self.context.waited.is_some() => write!(
+                f,
+                "interrupted while waiting for the lock (after {}); no migration was started and \
+                 nothing was changed",
+                human(self.context.waited.unwrap_or_default())
+            ),
+            ErrorKind::Interrupted { remaining } => {
+                write!(f, "interrupted; every migration that started was finished and recorded")?;
+                if remaining.is_empty() {
+                    write!(f, ", none was left undone")
+                } else {
+                    let list: Vec<String> =
+                        remaining.iter().map(|(v, n)| format!("{v} {n}")).collect();
+                    write!(f, "; left undone: {}", list.join(", "))
+                }
+            }
+            ErrorKind::OutOfOrder {
+                versions,
+                newest_applied,
+            } => {
+                let list: Vec<String> = versions.iter().map(i64::to_string).collect();
+                write!(
+                    f,
+                    "pending migration(s) {} are older than the newest applied migration {newest_applied}; \
+                     --strict refuses to apply them (run without --strict to apply them anyway)",
+                    list.join(", ")
+                )
+            }
+            ErrorKind::MigrationFailed {
+                version,
+                name,
+                direction,
+                connection,
+                error,
+                left_dirty,
+            } => {
+                write!(
+                    f,
+                    "migration {version} ({name}) failed while running {direction} on connection \
+                     `{connection}`: {error}"
+                )?;
+                if error.connection_lost {
+                    let fate = if *left_dirty {
+                        "it could not run in a transaction, so it may be half-applied"
+                    } else {
+                        "it ran in a transaction, which the server rolled back"
+                    };
+                    write!(
+                        f,
+                        "\nThe connection to the database was lost while the step ran: {fate}"
+                    )?;
+                }
+                if *left_dirty {
+                    write!(
+                        f,
+                        "\nIt could not run in a transaction, so the history marks it as running. \
+                         Repair the database by hand, then run `dirthara resolve {version} --applied` \
+                         or `dirthara resolve {version} --rolled-back`"
+                    )?;
+                }
+                Ok(())
+            }
+            ErrorKind::Dirty { version, name } => write!(
+                f,
+                "migration {version} ({name}) was started by an earlier run that did not finish it \
+                 (it failed or died inside a step that could not run in a transaction), so it may \
+                 be half-applied. Check the database by hand, then run \
+                 `dirthara resolve {version} --applied` if its changes are in place or \
+                 `dirthara resolve {version} --rolled-back` if they are not"
+            ),
+            ErrorKind::ChecksumMismatch {
+                version,
+                name,
+                file,
+                recorded,
+                actual,
+            } => write!(
+                f,
+                "migration {version} ({name}) was changed after it was applied: {file} has checksum \
+                 {actual}, the history recorded {recorded}. Restore the file, or write a new migration \
+                 for the change; if the edit was deliberate, run `dirthara resolve {version} --accept-checksum`"
+            ),
+            ErrorKind::MissingMigration { version, name } => write!(
+                f,
+                "migration {version} ({name}) is recorded as applied but its file is missing from the \
+                 migration directories. Restore the file (check --dir and `directories`)"
+            ),
+            ErrorKind::Irreversible { version, name } => {
+                write!(
+                    f,
+                    "migration {version} ({name}) has no down step, so it cannot be reversed; \
+                     nothing was changed. "
+                )?;
+                match &self.context.down_file {
+                    Some(file) => write!(f, "Add {file}, or choose a target after it"),
+                    None => write!(
+                        f,
+                        "Add a `{version}_{name}.down.sql` (`.down.json` for MongoDB), or choose \
+                         a target after it"
+                    ),
+                }
+            }
+            ErrorKind::UnknownVersion { version } => write!(
+                f,
+                "no migration has version {version}; nothing was changed. `dirthara status` lists the \
+                 versions (0 means before the first migration)"
+            ),
+            ErrorKind::InvalidMigration { problems } => {
+                dirthara_source::write_problems(f, problems)
+            }
+            ErrorKind::Config { message } => f.write_str(message),
+            ErrorKind::Connection {
+                connection,
+                message,
+            } => write!(f, "cannot connect to `{connection}`: {message}"),
+            ErrorKind::History {
+                connection,
+                message,
+            } => write!(f, "migration history on `{connection}`: {message}"),
+        }
+    }
+}
