@@ -1,12 +1,14 @@
 //! Black-box tests of the `dirthara` binary against SQLite files in temporary directories.
 //!
-//! Each test builds its own project (see `common::Project`) and runs the binary; nothing here
-//! links the library. SQLite has no lock, so runs that change the database pass `--no-lock`
-//! (`Project::unlocked`), and the tests that pin the lock refusal use `Project::sqlite`.
+//! Each test builds its own project (see `support::project::Project`) and runs the binary;
+//! nothing here links the library. SQLite has no lock, so runs that change the database pass
+//! `--no-lock` (`Project::unlocked`), and the tests that pin the lock refusal use
+//! `Project::sqlite`.
 
-mod common;
+mod support;
 
-use common::{run_command, Project};
+use support::project::{sqlite_tables, Project};
+use support::run::{run_command, Run};
 
 /// The database file every test uses, relative to its project directory.
 const DB: &str = "app.db";
@@ -1321,7 +1323,7 @@ fn ndjson_prints_one_json_object_per_line_ending_with_the_result() {
     assert_eq!(events.last().unwrap()["event"], "result");
 }
 
-fn ndjson_events(run: &common::Run) -> Vec<serde_json::Value> {
+fn ndjson_events(run: &Run) -> Vec<serde_json::Value> {
     assert!(
         run.stdout.ends_with('\n'),
         "ndjson ends with a newline: {:?}",
@@ -1953,7 +1955,7 @@ fn the_sqlite_file_reader_sees_many_tables_and_not_dropped_ones() {
     assert_eq!(tables.len(), 298);
     assert!(!tables.contains(&"t_005".to_string()));
     assert!(!tables.contains(&"t_250".to_string()));
-    assert!(common::sqlite_tables(&p.join("nope.db")).is_empty());
+    assert!(sqlite_tables(&p.join("nope.db")).is_empty());
 }
 
 #[test]
