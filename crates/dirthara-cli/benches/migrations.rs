@@ -19,22 +19,28 @@
 //!
 //! Every server database is created under a unique name and dropped at the end (also when a
 //! scenario fails). A server that cannot be reached skips its rows with a message. The
-//! servers are those of the test suite: `DIRTHARA_TEST_POSTGRES_URL` /
+//! servers, their throwaway databases, the migration directories and the clean environment of
+//! every CLI process are the test suite's (`tests/support`): `DIRTHARA_TEST_POSTGRES_URL` /
 //! `DIRTHARA_TEST_MYSQL_URL`, by default the local trust-auth ones. The CLI binary is
 //! `target/release/dirthara` (override: `DIRTHARA_BENCH_BIN`); without it the CLI rows are
 //! skipped.
 
 use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use dirthara::{Config, Event, EventSink, Locking, Migrator, RunReport};
-use sqlx::{Connection, Executor, MySqlConnection, PgConnection};
+use sqlx::{Connection, MySqlConnection, PgConnection};
 
 #[path = "migrations/floors.rs"]
 mod floors;
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use support::servers::{Server as TestServer, TestDb};
+use support::{clean_command, dirthara_with, scratch_dir, try_applied_versions, Migrations};
 
 type BenchResult<T> = Result<T, String>;
 
@@ -51,9 +57,10 @@ const HANDOVER_REPS: usize = 20;
 const HOLD_SECONDS: f64 = 0.3;
 
 // ---------------------------------------------------------------------------------------
-// Servers and throwaway databases (the same pattern as tests/servers/mod.rs)
+// Servers and throwaway databases
 // ---------------------------------------------------------------------------------------
 
+/// The servers the bench measures: those with a command-line client to make the floors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Server {
     Postgres,
@@ -61,12 +68,11 @@ enum Server {
 }
 
 impl Server {
-    fn admin_url(self) -> String {
+    /// The same server as the test suite knows it.
+    fn test_server(self) -> TestServer {
         match self {
-            Server::Postgres => std::env::var("DIRTHARA_TEST_POSTGRES_URL")
-                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into()),
-            Server::Mysql => std::env::var("DIRTHARA_TEST_MYSQL_URL")
-                .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/mysql".into()),
+            Server::Postgres => TestServer::Postgres,
+            Server::Mysql => TestServer::Mysql,
         }
     }
 
@@ -78,110 +84,12 @@ impl Server {
     }
 
     fn sleep_sql(self, seconds: f64) -> String {
-        match self {
-            Server::Postgres => format!("SELECT pg_sleep({seconds})"),
-            Server::Mysql => format!("SELECT SLEEP({seconds})"),
-        }
+        self.test_server().sleep(seconds)
     }
-}
 
-fn with_database(url: &str, database: &str) -> String {
-    let (base, query) = match url.split_once('?') {
-        Some((b, q)) => (b, format!("?{q}")),
-        None => (url, String::new()),
-    };
-    let scheme_end = base.find("://").map(|i| i + 3).unwrap_or(0);
-    let path_start = base[scheme_end..]
-        .find('/')
-        .map(|i| i + scheme_end)
-        .unwrap_or(base.len());
-    format!("{}/{database}{query}", &base[..path_start])
-}
-
-fn unique_name() -> String {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let secs = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default();
-    format!(
-        "dirthara_bench_{}_{secs:x}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
-/// A database created for the bench, dropped when this value is.
-struct BenchDb {
-    server: Server,
-    name: String,
-    url: String,
-    admin_url: String,
-}
-
-impl BenchDb {
-    async fn create(server: Server) -> BenchResult<BenchDb> {
-        let admin_url = server.admin_url();
-        let name = unique_name();
-        let sql = format!("CREATE DATABASE {name}");
-        let created = async {
-            match server {
-                Server::Postgres => {
-                    let mut c = PgConnection::connect(&admin_url).await?;
-                    c.execute(sql.as_str()).await?;
-                    c.close().await
-                }
-                Server::Mysql => {
-                    let mut c = MySqlConnection::connect(&admin_url).await?;
-                    c.execute(sql.as_str()).await?;
-                    c.close().await
-                }
-            }
-        }
-        .await;
-        created.map_err(|e| format!("{} at {admin_url} is not usable: {e}", server.label()))?;
-        Ok(BenchDb {
-            server,
-            url: with_database(&admin_url, &name),
-            name,
-            admin_url,
-        })
-    }
-}
-
-impl Drop for BenchDb {
-    fn drop(&mut self) {
-        let (server, admin_url, name) = (self.server, self.admin_url.clone(), self.name.clone());
-        // Drop runs inside the bench's runtime: use a small runtime of our own on another thread.
-        let dropped = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|e| e.to_string())?;
-            rt.block_on(async {
-                match server {
-                    Server::Postgres => {
-                        let mut c = PgConnection::connect(&admin_url).await?;
-                        c.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
-                            .await?;
-                    }
-                    Server::Mysql => {
-                        let mut c = MySqlConnection::connect(&admin_url).await?;
-                        c.execute(format!("DROP DATABASE IF EXISTS {name}").as_str())
-                            .await?;
-                    }
-                }
-                Ok::<_, sqlx::Error>(())
-            })
-            .map_err(|e| e.to_string())
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!(
-                "warning: could not drop bench database {} ({dropped:?}); drop it by hand",
-                self.name
-            );
-        }
+    /// A database of the bench's own on this server, dropped when the value is.
+    async fn create_db(self) -> BenchResult<TestDb> {
+        TestDb::try_create(self.test_server()).await
     }
 }
 
@@ -194,7 +102,7 @@ struct XactCounter {
 
 impl XactCounter {
     async fn connect() -> BenchResult<XactCounter> {
-        let admin = PgConnection::connect(&Server::Postgres.admin_url())
+        let admin = PgConnection::connect(&TestServer::Postgres.admin_url())
             .await
             .map_err(|e| format!("PostgreSQL admin connection: {e}"))?;
         Ok(XactCounter { admin })
@@ -260,23 +168,19 @@ async fn count_history(server: Server, url: &str) -> BenchResult<i64> {
 // Migrations on disk, runners in-process and as processes
 // ---------------------------------------------------------------------------------------
 
-fn write_migration(dir: &Path, version: i64, name: &str, sql: &str) -> BenchResult<()> {
-    let path = dir.join(format!("{version}_{name}.sql"));
-    std::fs::write(&path, sql).map_err(|e| format!("writing {}: {e}", path.display()))
-}
-
-/// A directory of `count` trivial migrations, `CREATE TABLE tN (id INT)`.
-fn trivial_migrations(count: i64) -> BenchResult<tempfile::TempDir> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+/// A directory of `count` trivial migrations, `CREATE TABLE tN (id INT)`, up only: the floors
+/// run every file of the directory.
+fn trivial_migrations(count: i64) -> Migrations {
+    let m = Migrations::new();
     for v in 1..=count {
-        write_migration(
-            dir.path(),
+        m.add(
             v,
             &format!("t{v}"),
             &format!("CREATE TABLE t{v} (id INT)"),
-        )?;
+            None,
+        );
     }
-    Ok(dir)
+    m
 }
 
 fn config(url: &str, dir: &Path, locking: Locking) -> Config {
@@ -335,19 +239,8 @@ fn cli_binary() -> BenchResult<PathBuf> {
 /// `dirthara -d URL --dir DIR <args>` with a clean environment, run from the migrations
 /// directory so no stray `dirthara.toml` is picked up.
 fn cli(bin: &Path, url: &str, dir: &Path, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(bin);
-    cmd.env_remove("DATABASE_URL").env("NO_COLOR", "1");
-    for (key, _) in std::env::vars() {
-        if key.starts_with("DIRTHARA_") {
-            cmd.env_remove(key);
-        }
-    }
+    let mut cmd = tokio::process::Command::from(dirthara_with(bin, url, dir, args));
     cmd.current_dir(dir)
-        .arg("-d")
-        .arg(url)
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -375,16 +268,6 @@ async fn run_cli(mut cmd: tokio::process::Command) -> BenchResult<(Duration, Out
         return Err(format!("CLI run failed: {}", describe(&output)));
     }
     Ok((elapsed, output))
-}
-
-/// The number of migrations a `--output json` run applied.
-fn applied_count(output: &Output) -> BenchResult<usize> {
-    let doc: serde_json::Value = serde_json::from_slice(&output.stdout)
-        .map_err(|e| format!("not one JSON document ({e}): {}", describe(output)))?;
-    doc["applied"]
-        .as_array()
-        .map(Vec::len)
-        .ok_or_else(|| format!("no `applied` array: {}", describe(output)))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -553,7 +436,7 @@ impl Kind {
 /// A fresh, empty database of `kind`.
 struct FreshDb {
     url: String,
-    server: Option<BenchDb>,
+    server: Option<TestDb>,
     _file: Option<tempfile::TempDir>,
 }
 
@@ -562,7 +445,7 @@ impl FreshDb {
         match kind {
             Kind::Postgres | Kind::Mysql => {
                 let server = kind.server().expect("a server kind");
-                let db = BenchDb::create(server).await?;
+                let db = server.create_db().await?;
                 Ok(FreshDb {
                     url: db.url.clone(),
                     server: Some(db),
@@ -570,7 +453,7 @@ impl FreshDb {
                 })
             }
             Kind::Sqlite => {
-                let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+                let dir = scratch_dir();
                 Ok(FreshDb {
                     url: format!("sqlite:{}", dir.path().join("bench.db").display()),
                     server: None,
@@ -611,7 +494,7 @@ async fn bench_apply_and_noop(
     bin: &BenchResult<PathBuf>,
     table: &mut Table,
 ) -> BenchResult<()> {
-    let migrations = trivial_migrations(TRIVIAL)?;
+    let migrations = trivial_migrations(TRIVIAL);
     let dir = migrations.path();
     let mut counter = match kind {
         Kind::Postgres => Some(XactCounter::connect().await?),
@@ -805,7 +688,7 @@ async fn apply_floor(
             "[a] floor: {} apply {TRIVIAL}, rep {rep}/{APPLY_REPS}",
             floor_client(server)
         );
-        let db = BenchDb::create(server).await?;
+        let db = server.create_db().await?;
         let elapsed = floors::apply(server, &db.url, dir, commit_each).await?;
         let rows = count_tables(server, &db.url).await?;
         if rows != TRIVIAL {
@@ -868,7 +751,7 @@ async fn bench_cli_startup(bin: &BenchResult<PathBuf>, table: &mut Table) -> Ben
     };
     let mut times = vec![];
     for _ in 0..NOOP_REPS {
-        let mut cmd = tokio::process::Command::new(bin);
+        let mut cmd = tokio::process::Command::from(clean_command(bin));
         cmd.arg("--version")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -881,7 +764,7 @@ async fn bench_cli_startup(bin: &BenchResult<PathBuf>, table: &mut Table) -> Ben
 
 /// Loading and validating the 1,000 files, with no database at all.
 fn bench_load(table: &mut Table) -> BenchResult<()> {
-    let migrations = trivial_migrations(TRIVIAL)?;
+    let migrations = trivial_migrations(TRIVIAL);
     let migrator = Migrator::new(config("sqlite::memory:", migrations.path(), Locking::Off));
     let mut times = vec![];
     for _ in 0..NOOP_REPS {
@@ -925,16 +808,16 @@ async fn bench_contention(
             return Ok(());
         }
     };
-    let migrations = trivial_migrations(CONTENDED)?;
+    let migrations = trivial_migrations(CONTENDED);
     let dir = migrations.path();
     let args = ["--output", "json", "migrate"];
 
     let mut times = vec![];
     for rep in 1..=CONTENTION_REPS {
         eprintln!("[c] 1 runner, rep {rep}/{CONTENTION_REPS}");
-        let db = BenchDb::create(server).await?;
+        let db = server.create_db().await?;
         let (elapsed, output) = run_cli(cli(bin, &db.url, dir, &args)).await?;
-        if applied_count(&output)? != CONTENDED as usize {
+        if try_applied_versions(&output)?.len() != CONTENDED as usize {
             return Err(format!(
                 "the single runner did not apply all: {}",
                 describe(&output)
@@ -948,7 +831,7 @@ async fn bench_contention(
     let (mut times, mut finish_spread) = (vec![], vec![]);
     for rep in 1..=CONTENTION_REPS {
         eprintln!("[c] {RUNNERS} runners at once, rep {rep}/{CONTENTION_REPS}");
-        let db = BenchDb::create(server).await?;
+        let db = server.create_db().await?;
         let started = Instant::now();
         let mut waits = Vec::with_capacity(RUNNERS);
         for _ in 0..RUNNERS {
@@ -968,7 +851,7 @@ async fn bench_contention(
             if !output.status.success() {
                 return Err(format!("a runner failed: {}", describe(&output)));
             }
-            applied.push(applied_count(&output)?);
+            applied.push(try_applied_versions(&output)?.len());
             finished.push(ms(at));
         }
         let wall = finished.iter().copied().fold(0.0, f64::max);
@@ -1095,26 +978,26 @@ async fn handover_once(url: &str, dir: &Path) -> BenchResult<Handover> {
 
 async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
     let label = format!("d. lock hand-over latency, {}", server.label());
-    let db = match BenchDb::create(server).await {
+    let db = match server.create_db().await {
         Ok(db) => db,
         Err(reason) => {
             table.skip(label, reason);
             return Ok(());
         }
     };
-    let migrations = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let migrations = Migrations::new();
     let (mut latencies, mut waits) = (vec![], vec![]);
     for i in 1..=HANDOVER_REPS as i64 {
         if i % 5 == 1 {
             eprintln!("[d] {}: rep {i}/{HANDOVER_REPS}", server.label());
         }
         // A new version each round: A applies it (holding the lock), B finds nothing to do.
-        write_migration(
-            migrations.path(),
+        migrations.add(
             i,
             &format!("hold{i}"),
             &server.sleep_sql(HOLD_SECONDS),
-        )?;
+            None,
+        );
         let sample = handover_once(&db.url, migrations.path()).await?;
         latencies.push(sample.latency);
         waits.push(sample.b_waited);
@@ -1181,7 +1064,7 @@ async fn header(bin: &BenchResult<PathBuf>) -> (bool, bool) {
             false
         }
     };
-    let mysql_up = match MySqlConnection::connect(&Server::Mysql.admin_url()).await {
+    let mysql_up = match MySqlConnection::connect(&TestServer::Mysql.admin_url()).await {
         Ok(mut c) => {
             let version: String = sqlx::query_scalar(
                 "SELECT CAST(CONCAT(VERSION(), ' (innodb_flush_log_at_trx_commit=', \

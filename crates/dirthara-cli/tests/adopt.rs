@@ -5,12 +5,13 @@
 //! Every fixture here is written for this project.
 
 mod adoption;
-mod servers;
+mod support;
 
 use std::path::Path;
 
 use adoption::{history_sql, tools, write_files, Files, SEQ, TS};
-use servers::{dirthara, text, Server, TestDb};
+use support::servers::{Server, TestDb};
+use support::{dirthara, scratch_dir, text};
 
 struct Ran {
     code: Option<i32>,
@@ -94,7 +95,7 @@ async fn every_tool_is_adopted(server: Server) {
             return;
         };
         let context = format!("{} on {}", tool.name, server.name());
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         write_files(dir.path(), tool.files, &tool.versions);
         // The schema as the tool left it: migrations 1 and 2 ran.
         db.execute("CREATE TABLE adopt_t1 (id INT)").await;
@@ -198,7 +199,7 @@ async fn every_refusal(server: Server) {
             return;
         };
         let tool = find(name);
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         write_files(dir.path(), tool.files, &tool.versions);
         db.execute(&history_sql(
             name,
@@ -219,7 +220,7 @@ async fn every_refusal(server: Server) {
     let Some(db) = TestDb::create(server).await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     write_files(dir.path(), Files::Dbmate, &TS[..1]);
     db.execute(&history_sql(
         "dbmate",
@@ -239,7 +240,7 @@ async fn every_refusal(server: Server) {
     let Some(db) = TestDb::create(server).await else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     write_files(dir.path(), Files::Plain, &SEQ);
     run(&db, dir.path(), &["baseline", "--from", "golang-migrate"]).refused(
         "no table",
@@ -321,7 +322,7 @@ async fn every_layout_applies_and_rolls_back(server: Server) {
             return;
         };
         let context = format!("{files:?} on {}", server.name());
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch_dir();
         write_files(dir.path(), files, &spelled);
         let migrated = run(&db, dir.path(), &["--output", "json", "migrate"]);
         assert_eq!(

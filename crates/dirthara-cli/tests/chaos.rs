@@ -12,15 +12,16 @@
 //! but chaos tests, and they take [`SERIAL`] in turn (cargo runs test binaries one by one).
 
 mod chaos_truth;
-mod servers;
+mod support;
 
 use std::process::Child;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chaos_truth::{checkpoint, effects, restart_server, states, wait_until_answering, Kind, Place};
-use servers::{dirthara, spawn, text, wait_with_watchdog, Migrations, Server, TestDb};
 use sqlx::{Connection, Executor};
+use support::servers::{Server, TestDb};
+use support::{dirthara, scratch_dir, spawn, text, wait_with_watchdog, Migrations};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -112,7 +113,7 @@ async fn round(kind: Kind, tally: &mut Tally) -> bool {
         Kind::Sqlite => None,
     };
     let place = match server {
-        None => Place::Sqlite(tempfile::tempdir().unwrap()),
+        None => Place::Sqlite(scratch_dir()),
         Some(server) => match TestDb::create(server).await {
             Some(db) => Place::Server(db),
             None => return false,

@@ -1,11 +1,13 @@
 //! The CLI's own failures (not the library's): each printed as `Error [CODE]: message` on
 //! stderr, and as the JSON error document on stdout with `--output json`, exit code 1.
 
-mod common;
+mod support;
 
 use std::process::{Command, Stdio};
 
-use common::{dirthara_bin, run_command, Project, RUN_TIMEOUT};
+use support::dirthara_bin;
+use support::project::{Project, RUN_TIMEOUT};
+use support::run::run_command;
 
 const NO_TERMINAL: &str = "`fresh` drops every table of sqlite:app.db; there is no terminal to \
                            confirm on, so pass --force to confirm";

@@ -1,10 +1,11 @@
 //! One conformance suite, run through the library against every backend: SQLite (unlocked),
 //! PostgreSQL and MariaDB (session lock). Each backend must give the same answers.
 
-mod servers;
+mod support;
 
 use dirthara::{Code, Command, Config, ErrorKind, Locking, Migrator, Resolution, RollbackScope};
-use servers::{Migrations, Server, TestDb};
+use support::servers::{mongo_client, Server, TestDb};
+use support::{scratch_dir, Migrations};
 
 fn migrator(url: &str, migrations: &Migrations, locking: Locking) -> Migrator {
     let mut config = Config::with_url(url);
@@ -267,7 +268,7 @@ fn versions_of_preview(preview: &dirthara::Preview) -> Vec<i64> {
 async fn drop_table(url: &str, flavor: Flavor, table: &str) {
     use sqlx::{Connection, Executor};
     if flavor == Flavor::Json {
-        let client = servers::mongo_client(url).await.unwrap();
+        let client = mongo_client(url).await.unwrap();
         let db = client.default_database().unwrap();
         db.collection::<mongodb::bson::Document>(table)
             .drop()
@@ -283,7 +284,7 @@ async fn drop_table(url: &str, flavor: Flavor, table: &str) {
 
 #[tokio::test]
 async fn conformance_sqlite_unlocked() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let url = format!("sqlite:{}", dir.path().join("c.db").display());
     conformance(Target {
         url,
@@ -324,7 +325,7 @@ async fn conformance_mysql_session_lock() {
 
 #[tokio::test]
 async fn conformance_sqlite_lease() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let url = format!("sqlite:{}", dir.path().join("c.db").display());
     conformance(Target {
         url,

@@ -2,11 +2,12 @@
 //! passwords, malformed URLs, config files), a history table name that could splice SQL is
 //! refused, and a MongoDB lease whose expiry is any BSON type but a date is held.
 
-mod servers;
+mod support;
 
 use std::process::Output;
 
-use servers::{dirthara, text, Migrations, Server, TestDb};
+use support::servers::{Server, TestDb};
+use support::{dirthara, dirthara_command, scratch_dir, text, Migrations};
 
 fn assert_no_secret(output: &Output, what: &str) {
     let (stdout, stderr) = text(output);
@@ -66,8 +67,7 @@ fn a_config_file_error_never_quotes_the_password() {
         "[connections]\ndefault = \"postgres://u:SECRET@127.0.0.1:1/x\" oops\n",
     )
     .unwrap();
-    let out = std::process::Command::new(servers::bin())
-        .env_remove("DATABASE_URL")
+    let out = dirthara_command()
         .arg("--config")
         .arg(&config)
         .arg("--dir")
@@ -82,7 +82,7 @@ fn a_config_file_error_never_quotes_the_password() {
 
 #[test]
 fn a_history_table_that_could_splice_sql_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = scratch_dir();
     let url = format!("sqlite:{}", dir.path().join("x.db").display());
     let m = Migrations::tables(1);
     for table in [

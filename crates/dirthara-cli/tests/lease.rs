@@ -1,12 +1,14 @@
 //! The lease lock (`--locking lease`) against real databases, with real processes.
 
-mod servers;
+mod support;
 
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use servers::{
-    applied_versions, dirthara, spawn, text, wait_with_watchdog, Migrations, Server, TestDb,
+use support::servers::{Server, TestDb};
+use support::{
+    applied_versions, dirthara, dirthara_command, scratch_dir, spawn, text, wait_until_held,
+    wait_with_watchdog, Migrations,
 };
 
 /// The lease tests never wait long; a hang is a bug.
@@ -23,7 +25,7 @@ enum Place {
 impl Place {
     async fn new(server: Option<Server>) -> Option<Place> {
         match server {
-            None => Some(Place::Sqlite(tempfile::tempdir().unwrap())),
+            None => Some(Place::Sqlite(scratch_dir())),
             Some(server) => TestDb::create(server).await.map(Place::Server),
         }
     }
@@ -168,7 +170,7 @@ async fn killed_holder(server: Option<Server>, sleep_sql: &str) {
         &["migrate", "--locking", "lease", "--lock-ttl", "5s"],
     ));
     // Wait until the lease is taken.
-    servers::wait_until_held(|| {
+    wait_until_held(|| {
         dirthara(
             &url,
             m.path(),
@@ -378,18 +380,13 @@ impl MongoWithSlowStep {
     }
 
     fn dirthara(&self, args: &[&str]) -> std::process::Command {
-        let mut cmd = std::process::Command::new(servers::bin());
-        cmd.env_remove("DATABASE_URL")
-            .arg("--config")
+        let mut cmd = dirthara_command();
+        cmd.arg("--config")
             .arg(&self.config)
             .arg("--dir")
             .arg(self.migrations.path())
             .args(args);
         cmd
-    }
-
-    fn wait_until_held(&self) {
-        servers::wait_until_held(|| self.dirthara(&["unlock", "--output", "json"]));
     }
 
     /// Waits until the runner is inside migration 1 (its `running` record is written).
@@ -428,7 +425,7 @@ async fn a_killed_mongodb_runner_blocks_the_next_only_until_its_lease_lapses() {
         return;
     };
     let mut victim = spawn(setup.dirthara(&["migrate", "--lock-ttl", "5s"]));
-    setup.wait_until_held();
+    wait_until_held(|| setup.dirthara(&["unlock", "--output", "json"]));
     // Kill it inside the slow step: once its `running` record is written.
     setup.wait_until_running().await;
     let killed_at = Instant::now();
@@ -479,7 +476,7 @@ async fn a_mongodb_runner_that_lost_its_lease_stops_and_spares_the_new_holder() 
         return;
     };
     let first = spawn(setup.dirthara(&["migrate"]));
-    setup.wait_until_held();
+    wait_until_held(|| setup.dirthara(&["unlock", "--output", "json"]));
     // Take the lease away while it is inside migration 1.
     setup.wait_until_running().await;
     let out = setup.dirthara(&["unlock", "--force"]).output().unwrap();

@@ -1,20 +1,16 @@
 //! The session lock against real servers, with real `dirthara` processes: contention,
 //! bounded waits, crashed holders, and the CREATE INDEX CONCURRENTLY deadlock other tools ship.
 
-mod servers;
+mod support;
 
-use std::process::{Child, Command, Output};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
-use servers::{
-    applied_versions, dirthara, spawn, text, wait_with_watchdog, Migrations, Server, TestDb,
+use support::servers::{Server, TestDb};
+use support::{
+    applied_versions, dirthara, dirthara_command, spawn, text, wait_until_held, wait_with_watchdog,
+    Migrations,
 };
-
-/// Polls `dirthara unlock` until the lock is held (or panics after 20 s).
-/// Waits until a runner holds the session lock of `db`.
-fn wait_until_held(db: &TestDb, dir: &std::path::Path) {
-    servers::wait_until_held(|| dirthara(&db.url, dir, &["unlock", "--output", "json"]));
-}
 
 async fn contention(server: Server, rounds: usize) {
     for round in 0..rounds {
@@ -85,7 +81,7 @@ async fn bounded_wait_then_default_wait(server: Server) {
         m.path(),
         &["migrate", "--output", "json"],
     ));
-    wait_until_held(&db, m.path());
+    wait_until_held(|| dirthara(&db.url, m.path(), &["unlock", "--output", "json"]));
 
     let started = Instant::now();
     let out = dirthara(&db.url, m.path(), &["migrate", "--lock-wait", "1s"])
@@ -260,7 +256,7 @@ async fn create_index_concurrently_while_another_runner_waits_does_not_deadlock(
         m.path(),
         &["migrate", "--output", "json"],
     ));
-    wait_until_held(&db, m.path());
+    wait_until_held(|| dirthara(&db.url, m.path(), &["unlock", "--output", "json"]));
     let second = spawn(dirthara(
         &db.url,
         m.path(),
@@ -304,9 +300,8 @@ async fn a_migration_on_a_named_connection_runs_there_while_history_and_lock_sta
         ),
     )
     .unwrap();
-    let mut cmd = Command::new(servers::bin());
-    cmd.env_remove("DATABASE_URL")
-        .args(["--config"])
+    let mut cmd = dirthara_command();
+    cmd.args(["--config"])
         .arg(&config)
         .arg("--dir")
         .arg(m.path())
@@ -336,7 +331,7 @@ async fn unlock_force_terminates_the_holder_which_stops_before_its_next_migratio
     m.add(1, "slow", "SELECT pg_sleep(2)", None);
     m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
     let holder = spawn(dirthara(&db.url, m.path(), &["migrate"]));
-    wait_until_held(&db, m.path());
+    wait_until_held(|| dirthara(&db.url, m.path(), &["unlock", "--output", "json"]));
     let out = dirthara(&db.url, m.path(), &["unlock"]).output().unwrap();
     let (stdout, _) = text(&out);
     assert!(stdout.contains("held by `dirthara migrate"), "{stdout}");

@@ -4,15 +4,15 @@
 //! with `--locking lease` reproduces the lock cases cheaply; the MongoDB cases need the
 //! test server (`DIRTHARA_TEST_MONGODB_URL`).
 
-mod common;
-mod servers;
+mod support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::{run_command, Project};
+use support::project::Project;
+use support::run::{run_command, Run};
 
 /// A SQLite project whose lease is held by a runner that is not there: a live lease row
 /// (one day long) planted by an unlocked run of its own, with its own history table.
@@ -74,7 +74,7 @@ fn a_bounded_wait_that_runs_out_says_what_was_waited_and_not_to_wait() {
 fn an_interrupt_while_waiting_for_the_lock_says_nothing_was_started() {
     let p = held_lease();
     let url = format!("sqlite:{}", p.join("app.db").display());
-    let mut child = servers::dirthara(
+    let mut child = support::dirthara(
         &url,
         &p.migrations_dir(),
         &["--locking", "lease", "--lock-wait", "forever", "migrate"],
@@ -107,7 +107,7 @@ fn an_interrupt_while_waiting_for_the_lock_says_nothing_was_started() {
         .status()
         .unwrap();
     assert!(sent.success());
-    let status = servers::wait_with_watchdog(child, Duration::from_secs(30)).status;
+    let status = support::wait_with_watchdog(child, Duration::from_secs(30)).status;
     reader.join().unwrap();
     seen.extend(received.try_iter());
     let stderr = seen.join("\n");
@@ -188,7 +188,7 @@ const LOCKING_VALUES: [(&str, &str); 6] = [
     ("lease", "lease"),
 ];
 
-fn strategy(run: &common::Run) -> String {
+fn strategy(run: &Run) -> String {
     run.success();
     run.json()["lock"]["strategy"].as_str().unwrap().to_string()
 }
@@ -322,7 +322,8 @@ fn the_irreversible_hint_names_the_down_file_with_the_version_as_written() {
 /// records the duration it really took.
 #[tokio::test(flavor = "multi_thread")]
 async fn mongodb_messages_and_records() {
-    use servers::{dirthara, text, Migrations, Server, TestDb};
+    use support::servers::{Server, TestDb};
+    use support::{dirthara, text, Migrations};
     let Some(db) = TestDb::create(Server::Mongo).await else {
         return;
     };

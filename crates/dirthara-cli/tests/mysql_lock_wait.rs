@@ -2,13 +2,14 @@
 //! polling: the wait still ends on time, a signal still interrupts it, and an interrupted
 //! waiter never ends up holding the lock behind anyone's back.
 
-mod servers;
+mod support;
 
 use std::path::Path;
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-use servers::{dirthara, spawn, text, wait_with_watchdog, Migrations, Server, TestDb};
+use support::servers::{Server, TestDb};
+use support::{dirthara, spawn, text, wait_with_watchdog, Migrations};
 
 /// Sessions of the test database blocked in a waiting `GET_LOCK` (timeout not 0).
 async fn blocked_waiters(db: &TestDb) -> usize {

@@ -2,9 +2,9 @@
 //! `format` in dirthara.toml): the files it writes are that tool's, and they load back —
 //! `migrate` applies them and `rollback` reverses them. Also `baseline --from` on SQLite.
 
-mod common;
+mod support;
 
-use common::Project;
+use support::project::Project;
 
 const DB: &str = "app.db";
 

@@ -2,16 +2,15 @@
 //! own database: the lease lock works, the session lock refuses before anything changes and
 //! says why, and nothing dirthara sends leaves a prepared statement on a server session.
 
-mod servers;
+mod support;
 
 use std::process::Output;
 use std::time::Duration;
 
-use servers::{
-    applied_versions, dirthara, spawn, text, wait_with_watchdog, Migrations, PgBouncer, Server,
-    TestDb,
-};
 use sqlx::{Connection, Executor, PgConnection, Row};
+use support::pgbouncer::PgBouncer;
+use support::servers::{Server, TestDb};
+use support::{applied_versions, dirthara, spawn, text, wait_with_watchdog, Migrations};
 
 /// Nothing here waits for long; a hang is a bug.
 fn finish(child: std::process::Child) -> Output {

@@ -3,12 +3,13 @@
 //! scripts, empty downs, `init_sql`, and errors that carry everything the database said.
 //! Every fixture here is written for this project.
 
-mod servers;
+mod support;
 
 use std::process::Output;
 use std::time::Duration;
 
-use servers::{dirthara, spawn, text, Migrations, Server, TestDb};
+use support::servers::{Server, TestDb};
+use support::{dirthara, spawn, text, Migrations};
 
 struct Ran {
     code: Option<i32>,

@@ -1,11 +1,11 @@
 //! Migrations written in Rust against the real servers: each receives its own kind of
 //! connection, and runs in the transaction that records it.
 
-mod servers;
+mod support;
 
 use dirthara::{Config, Migrator};
 use dirthara::{Connection, RustMigration, StepError};
-use servers::{Server, TestDb};
+use support::servers::{Server, TestDb};
 
 struct CreateAndFill;
 

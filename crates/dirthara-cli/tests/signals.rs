@@ -1,12 +1,13 @@
 //! SIGINT / SIGTERM: the running migration finishes and is recorded, the lock is released,
 //! the rest is left undone, and the exit code says which signal stopped the run.
 
-mod servers;
+mod support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use servers::{dirthara, text, Migrations, Server, TestDb};
+use support::servers::{Server, TestDb};
+use support::{dirthara, text, Migrations};
 
 async fn interrupted_by(signal: &str, expected_exit: i32) {
     let Some(db) = TestDb::create(Server::Postgres).await else {

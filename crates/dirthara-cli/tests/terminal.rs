@@ -1,12 +1,13 @@
 //! What only happens on a terminal: the progress line and colour. Run under a real
 //! pseudo-terminal with util-linux `script`.
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_dirthara")
-}
+use support::project::Project;
+use support::{dirthara_bin, dirthara_command, scrub_env};
 
 /// Runs `dirthara args` with a terminal on stdin/stdout/stderr; returns what it printed.
 fn on_terminal(dir: &Path, args: &str, no_color: bool) -> Option<String> {
@@ -15,10 +16,11 @@ fn on_terminal(dir: &Path, args: &str, no_color: bool) -> Option<String> {
         return None;
     }
     let mut cmd = Command::new("script");
-    cmd.current_dir(dir)
-        .args(["-qec", &format!("{} {args}", bin()), "/dev/null"])
-        .env_remove("NO_COLOR")
-        .env_remove("DATABASE_URL");
+    scrub_env(&mut cmd).current_dir(dir).args([
+        "-qec",
+        &format!("{} {args}", dirthara_bin().display()),
+        "/dev/null",
+    ]);
     if no_color {
         cmd.env("NO_COLOR", "1");
     }
@@ -26,18 +28,13 @@ fn on_terminal(dir: &Path, args: &str, no_color: bool) -> Option<String> {
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-fn project(count: usize) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let migrations = dir.path().join("migrations");
-    std::fs::create_dir(&migrations).unwrap();
+/// A project with `count` irreversible migrations, each creating its own table.
+fn project(count: i64) -> Project {
+    let p = Project::new();
     for i in 1..=count {
-        std::fs::write(
-            migrations.join(format!("{i}_t{i}.sql")),
-            format!("CREATE TABLE t{i} (id INT)"),
-        )
-        .unwrap();
+        p.irreversible(i, &format!("t{i}"), &format!("CREATE TABLE t{i} (id INT)"));
     }
-    dir
+    p
 }
 
 #[test]
@@ -83,7 +80,7 @@ fn errors_are_coloured_on_a_terminal_but_never_with_no_color() {
 #[test]
 fn off_a_terminal_there_is_no_progress_line_and_no_colour() {
     let dir = project(8);
-    let out = Command::new(bin())
+    let out = dirthara_command()
         .current_dir(dir.path())
         .env_remove("NO_COLOR")
         .args(["-d", "sqlite:t.db", "--no-lock", "migrate"])
@@ -99,7 +96,7 @@ fn off_a_terminal_there_is_no_progress_line_and_no_colour() {
 
 #[test]
 fn the_manual_page_is_generated_from_the_command_line_definition() {
-    let out = Command::new(bin()).arg("man").output().unwrap();
+    let out = dirthara_command().arg("man").output().unwrap();
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(page.contains(".TH dirthara 1"), "{page}");
@@ -110,11 +107,10 @@ fn the_manual_page_is_generated_from_the_command_line_definition() {
 fn clicolor_force_colours_errors_even_off_a_terminal_and_no_color_wins_otherwise() {
     let dir = project(1);
     let run = |force: bool| {
-        let mut cmd = Command::new(bin());
+        let mut cmd = dirthara_command();
         cmd.current_dir(dir.path())
             .args(["-d", "sqlite:t.db", "migrate"]) // SQLite with locking on: refused
-            .env_remove("NO_COLOR")
-            .env_remove("DATABASE_URL");
+            .env_remove("NO_COLOR");
         if force {
             cmd.env("CLICOLOR_FORCE", "1");
         }

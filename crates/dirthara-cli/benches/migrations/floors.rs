@@ -183,13 +183,12 @@ pub(crate) async fn peak_rss_mib(
     if !time.is_file() {
         return Err("/usr/bin/time is not installed (apt-get install time)".into());
     }
-    let output = tokio::process::Command::new(time)
+    let output = tokio::process::Command::from(super::support::clean_command(time))
         .arg("-f")
         .arg(format!("{MARK}%M"))
         .arg(program)
         .args(args)
         .current_dir(dir)
-        .env_remove("DATABASE_URL")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::servers::Server;
+use crate::support::servers::Server;
 
 /// How each tool lays out its files here; migration `i` creates table `adopt_t<i>`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor, Row};
 
-use crate::servers::{dirthara, text, Migrations, Server, TestDb};
+use crate::support::servers::{Server, TestDb};
+use crate::support::{dirthara, text, Migrations};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

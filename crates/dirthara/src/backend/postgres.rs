@@ -12,7 +12,6 @@ mod pooler;
 mod session_lock;
 
 use std::str::FromStr;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
@@ -25,8 +24,7 @@ use super::{
     ConnectFailure, ConnectRequest, StepFailure,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::LockHolder;
-use crate::lock::{jittered, SessionLock, LOCK_NAME};
+use crate::lock::{SessionLock, LOCK_NAME};
 use pooler::{SessionCheck, Suspect};
 
 /// The channel a releasing runner notifies and waiting runners listen on.

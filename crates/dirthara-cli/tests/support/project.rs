@@ -1,14 +1,6 @@
-//! Shared helpers for the black-box tests of the `dirthara` binary.
-//!
-//! Every test gets its own [`Project`]: a temporary directory holding a `migrations/`
-//! directory, used as the working directory of every `dirthara` it runs. The child's
-//! environment is scrubbed of `DATABASE_URL` and `DIRTHARA_*`, so the developer's or CI's
-//! settings never leak into a test.
-//!
-//! Include with `mod common;` from any file under `tests/`. Not every test file uses every
-//! helper, hence the `dead_code` allowance.
-
-#![allow(dead_code)]
+//! A project directory for black-box runs against SQLite: every test gets its own
+//! [`Project`], a scratch directory holding a `migrations/` directory, used as the working
+//! directory of every `dirthara` it runs.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -17,171 +9,11 @@ use std::time::Duration;
 use assert_cmd::Command;
 use tempfile::TempDir;
 
+use super::run::{run_command, Run};
+use super::{dirthara_command, scratch_dir};
+
 /// Upper bound for one `dirthara` run: no test may hang the suite.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The path of the `dirthara` binary cargo built for these tests.
-pub fn dirthara_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dirthara"))
-}
-
-/// A `dirthara` command run in `cwd`, with `DATABASE_URL` and every `DIRTHARA_*` variable
-/// removed from its environment, `NO_COLOR` set, stdin not a terminal, and a timeout.
-pub fn dirthara(cwd: impl AsRef<Path>) -> Command {
-    let mut cmd = Command::new(dirthara_bin());
-    cmd.current_dir(cwd.as_ref());
-    cmd.env_remove("DATABASE_URL");
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("DIRTHARA_") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.env("NO_COLOR", "1");
-    cmd.env_remove("RUST_BACKTRACE");
-    cmd.timeout(RUN_TIMEOUT);
-    cmd
-}
-
-/// The captured result of one run.
-#[derive(Debug)]
-pub struct Run {
-    /// The exit code; `None` when the process was killed by a signal.
-    pub code: Option<i32>,
-    pub stdout: String,
-    pub stderr: String,
-    /// The command line, for failure messages.
-    pub command: String,
-}
-
-impl Run {
-    fn context(&self) -> String {
-        format!(
-            "command: {}\nexit code: {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.command, self.code, self.stdout, self.stderr
-        )
-    }
-
-    /// Asserts the exit code.
-    #[track_caller]
-    pub fn code(&self, expected: i32) -> &Self {
-        assert_eq!(
-            self.code,
-            Some(expected),
-            "unexpected exit code\n{}",
-            self.context()
-        );
-        self
-    }
-
-    /// Asserts exit code 0.
-    #[track_caller]
-    pub fn success(&self) -> &Self {
-        self.code(0)
-    }
-
-    /// Asserts exit code 1 and an `Error [CODE]: ` line on stderr (and none on stdout).
-    #[track_caller]
-    pub fn error(&self, code: &str) -> &Self {
-        self.code(1);
-        let marker = format!("Error [{code}]: ");
-        assert!(
-            self.stderr.lines().any(|l| l.starts_with(&marker)),
-            "expected a line starting with `{marker}` on stderr\n{}",
-            self.context()
-        );
-        assert!(
-            !self.stdout.contains("Error ["),
-            "errors belong on stderr, not stdout\n{}",
-            self.context()
-        );
-        self
-    }
-
-    /// Asserts a `warning [CODE]: ` line on stderr.
-    #[track_caller]
-    pub fn warning(&self, code: &str) -> &Self {
-        let marker = format!("warning [{code}]: ");
-        assert!(
-            self.stderr.lines().any(|l| l.starts_with(&marker)),
-            "expected a line starting with `{marker}` on stderr\n{}",
-            self.context()
-        );
-        self
-    }
-
-    /// Asserts that stdout contains `text`.
-    #[track_caller]
-    pub fn stdout_has(&self, text: &str) -> &Self {
-        assert!(
-            self.stdout.contains(text),
-            "expected stdout to contain {text:?}\n{}",
-            self.context()
-        );
-        self
-    }
-
-    /// Asserts that stderr contains `text`.
-    #[track_caller]
-    pub fn stderr_has(&self, text: &str) -> &Self {
-        assert!(
-            self.stderr.contains(text),
-            "expected stderr to contain {text:?}\n{}",
-            self.context()
-        );
-        self
-    }
-
-    /// Asserts that neither stdout nor stderr contains `text`.
-    #[track_caller]
-    pub fn nowhere(&self, text: &str) -> &Self {
-        assert!(
-            !self.stdout.contains(text) && !self.stderr.contains(text),
-            "{text:?} must not be printed\n{}",
-            self.context()
-        );
-        self
-    }
-
-    /// Stdout parsed as exactly one JSON document.
-    #[track_caller]
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not exactly one JSON document: {e}\n{}",
-                self.context()
-            )
-        })
-    }
-
-    /// Stdout parsed as one JSON object per non-empty line.
-    #[track_caller]
-    pub fn ndjson(&self) -> Vec<serde_json::Value> {
-        self.stdout
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|l| {
-                serde_json::from_str(l).unwrap_or_else(|e| {
-                    panic!("ndjson line {l:?} is not JSON: {e}\n{}", self.context())
-                })
-            })
-            .collect()
-    }
-}
-
-/// Runs `cmd` to completion and captures its output.
-#[track_caller]
-pub fn run_command(cmd: &mut Command) -> Run {
-    let command = format!("{:?}", cmd);
-    let output = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command}: {e}"));
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        command,
-    }
-}
 
 /// A temporary project directory with a `migrations/` directory in it.
 pub struct Project {
@@ -196,10 +28,7 @@ impl Default for Project {
 
 impl Project {
     pub fn new() -> Self {
-        let dir = tempfile::Builder::new()
-            .prefix("dirthara-test-")
-            .tempdir()
-            .expect("create a temporary directory");
+        let dir = scratch_dir();
         fs::create_dir(dir.path().join("migrations")).expect("create migrations/");
         Project { dir }
     }
@@ -280,9 +109,12 @@ impl Project {
         names
     }
 
-    /// A `dirthara` command with this project as its working directory.
+    /// A `dirthara` command with this project as its working directory, a clean environment
+    /// (see [`scrub_env`](super::scrub_env)), stdin not a terminal, and a timeout.
     pub fn cmd(&self) -> Command {
-        dirthara(self.path())
+        let mut cmd = Command::from_std(dirthara_command());
+        cmd.current_dir(self.path()).timeout(RUN_TIMEOUT);
+        cmd
     }
 
     /// Runs `dirthara <args>` in this project.
