@@ -188,6 +188,41 @@ async fn a_direct_connection_is_not_mistaken_for_a_pooler() {
     );
 }
 
+/// A connection whose far end cannot be compared with where it was opened (a Unix socket has
+/// no address) is not assumed direct: it takes the full pooler check, which a real server
+/// session passes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_direct_unix_socket_connection_passes_the_full_pooler_check() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let socket_dir = std::env::var("DIRTHARA_TEST_POSTGRES_SOCKET")
+        .unwrap_or_else(|_| "/var/run/postgresql".to_string());
+    if !std::path::Path::new(&socket_dir)
+        .join(".s.PGSQL.5432")
+        .exists()
+    {
+        assert!(
+            std::env::var("DIRTHARA_REQUIRE_SERVERS").is_err(),
+            "no PostgreSQL socket in {socket_dir}; set DIRTHARA_TEST_POSTGRES_SOCKET"
+        );
+        eprintln!("skipped: no PostgreSQL socket in {socket_dir}");
+        return;
+    }
+    let separator = if db.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{separator}host={socket_dir}", db.url);
+    let m = logged_migrations(6);
+    let outputs = run_concurrently(&url, &m, 3, &["migrate", "--output", "json"]);
+    let mut applied = Vec::new();
+    for output in &outputs {
+        let (stdout, stderr) = text(output);
+        assert!(output.status.success(), "{stdout}\n{stderr}");
+        applied.extend(applied_versions(output));
+    }
+    applied.sort();
+    assert_eq!(applied, (1..=6).collect::<Vec<_>>());
+}
+
 /// With one server session behind the bouncer, every statement of every command lands in it:
 /// a prepared statement left by any of them would still be there.
 #[tokio::test(flavor = "multi_thread")]

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::backend::{Backend, BackendKind};
 use crate::error::{Error, Result};
+use crate::lock::Strategy;
 use crate::plan::{AdoptionPlan, ForeignHistory};
 
 mod rows;
@@ -150,12 +151,17 @@ pub struct AdoptionReport {
 }
 
 impl AdoptionReport {
-    pub(crate) fn new(source: &AdoptSource, planned: &AdoptionPlan<'_>, lock: &str) -> Self {
+    /// The report of a run under `held` (`None`: a preview, which takes no lock).
+    pub(crate) fn new(
+        source: &AdoptSource,
+        planned: &AdoptionPlan<'_>,
+        held: Option<Strategy>,
+    ) -> Self {
         AdoptionReport {
             operation: crate::report::Operation::Baseline,
             from: source.tool.name().into(),
             table: source.table().into(),
-            preview: lock == "none",
+            preview: held.is_none(),
             batch: (!planned.records.is_empty()).then_some(planned.batch),
             recorded: (planned.records.iter())
                 .map(|m| AdoptedRecord {
@@ -166,7 +172,7 @@ impl AdoptionReport {
                 })
                 .collect(),
             notes: planned.notes.clone(),
-            lock: lock.into(),
+            lock: held.map_or("none", Strategy::name).into(),
         }
     }
 }

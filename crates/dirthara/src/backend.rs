@@ -126,8 +126,9 @@ pub(crate) trait Backend: Send {
     /// refuses a history layout newer than this build understands.
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>>;
 
-    /// Creates the history (or upgrades an older layout). Called under the lock.
-    async fn prepare_history(&mut self) -> Result<()>;
+    /// Creates the history (or upgrades an older layout) and returns its records (none when
+    /// it was just created). Called under the lock.
+    async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>>;
 
     /// Whether a step and its history change can commit in one transaction here.
     fn transactional_ddl(&self) -> bool;

@@ -27,6 +27,11 @@ pub(crate) trait HistoryTables: Send {
     async fn probe_layout(&mut self) -> Option<i64> {
         None
     }
+    /// The layout and every record when both tables are there, in one round trip; `None`
+    /// when either is missing or unreadable (or the backend cannot ask both at once).
+    async fn probe_and_select(&mut self) -> Option<(i64, Vec<AppliedMigration>)> {
+        None
+    }
     async fn create_meta(&mut self) -> Result<()>;
     async fn create_history(&mut self) -> Result<()>;
     /// Every record, in version order.
@@ -69,18 +74,27 @@ impl Known {
         tables.select().await.map(Some)
     }
 
-    /// Creates what is missing (under the lock), or checks what is there.
-    pub(crate) async fn prepare(&mut self, tables: &mut dyn HistoryTables) -> Result<()> {
+    /// Creates what is missing (under the lock), or checks what is there, and returns the
+    /// records: every run after the first asks for the layout and the records at once.
+    pub(crate) async fn prepare(
+        &mut self,
+        tables: &mut dyn HistoryTables,
+    ) -> Result<Vec<AppliedMigration>> {
         if self.ready {
-            return Ok(());
+            return tables.select().await;
         }
         let (connection, table) = tables.names();
         let (connection, table) = (connection.to_string(), table.to_string());
         // The usual case, every run after the first: both tables are there.
+        if let Some((layout, records)) = tables.probe_and_select().await {
+            check_layout(&connection, &table, layout)?;
+            self.ready = true;
+            return Ok(records);
+        }
         if let Some(layout) = tables.probe_layout().await {
             check_layout(&connection, &table, layout)?;
             self.ready = true;
-            return Ok(());
+            return tables.select().await;
         }
         let (history, meta) = tables.existing().await?;
         match (history, meta) {
@@ -89,10 +103,11 @@ impl Known {
             (_, true) => check_layout(&connection, &table, tables.layout_version().await?)?,
             (false, false) => tables.create_meta().await?,
         }
-        if !history {
-            tables.create_history().await?;
-        }
         self.ready = true;
-        Ok(())
+        if history {
+            return tables.select().await;
+        }
+        tables.create_history().await?;
+        Ok(Vec::new())
     }
 }

@@ -145,12 +145,15 @@ impl Backend for MemoryBackend {
         }))
     }
 
-    async fn prepare_history(&mut self) -> Result<()> {
-        self.with(|db| {
+    async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
+        Ok(self.with(|db| {
             db.calls.push("prepare".into());
-            db.history.get_or_insert_with(BTreeMap::new);
-        });
-        Ok(())
+            db.history
+                .get_or_insert_with(BTreeMap::new)
+                .values()
+                .cloned()
+                .collect()
+        }))
     }
 
     fn transactional_ddl(&self) -> bool {

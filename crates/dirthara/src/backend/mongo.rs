@@ -170,7 +170,7 @@ impl Backend for MongoBackend {
         read
     }
 
-    async fn prepare_history(&mut self) -> Result<()> {
+    async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
         let mut known = std::mem::take(&mut self.known);
         let prepared = known.prepare(self).await;
         self.known = known;

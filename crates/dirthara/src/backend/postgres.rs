@@ -38,6 +38,11 @@ pub(crate) struct PgDriver {
     schema: String,
     /// The advisory lock's key, from the database, schema and history table.
     lock_key: i64,
+    /// The database's oid, to find our lock in `pg_locks` without a lookup per check.
+    database_oid: i64,
+    /// The server's end of the connection is where we connected: no proxy in between, so
+    /// the lock needs no pooler check.
+    direct: bool,
     /// The key of the lock this session holds, once taken: atomic steps then carry a guard.
     held_key: Option<i64>,
     /// Opened only when this runner has to wait.
@@ -60,18 +65,12 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         })?
         .application_name(&session_label(&request.operation))
         .disable_statement_logging();
-    let (mut conn, setup) = open(&options, request.init_sql.as_deref()).await?;
-    // Resolved once, after `init_sql` (which may set the search_path): every statement
-    // dirthara sends for itself names its tables in this schema, whatever a migration does.
-    let row = conn
-        .fetch_one("SELECT current_database()::text, coalesce(current_schema()::text, '')")
-        .await
-        .map_err(connect_failure)?;
-    let database: String = row.try_get(0).unwrap_or_default();
-    let schema: String = row.try_get(1).unwrap_or_default();
+    let (conn, setup, identity) = open(&options, request.init_sql.as_deref()).await?;
     let driver = PgDriver {
-        lock_key: lock_key(&database, &schema, &request.history_table),
-        schema,
+        lock_key: lock_key(&identity.database, &identity.schema, &request.history_table),
+        database_oid: identity.database_oid,
+        direct: reaches_server_directly(&options, &identity.server_address, identity.server_port),
+        schema: identity.schema,
         conn,
         options,
         url: request.url.clone(),
@@ -90,18 +89,53 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     )))
 }
 
+/// By default PostgreSQL notices a vanished client only when it next writes to it, so a
+/// runner killed during a long statement would keep its lock (and half a migration) alive
+/// until the statement ends. PostgreSQL 14+ can check the socket while it works; older
+/// servers and some poolers refuse the setting, which we tolerate.
+const CHECK_INTERVAL: &str = "SET client_connection_check_interval = '1s'";
+
+/// What a session learns about itself once, after its setup (which may set the search_path):
+/// every statement dirthara sends for itself names its tables in this schema, whatever a
+/// migration does; the server's own address tells a direct connection from a proxy.
+const IDENTITY: &str = "SELECT current_database()::text, coalesce(current_schema()::text, ''), \
+     (SELECT oid FROM pg_database WHERE datname = current_database())::bigint, \
+     coalesce(host(inet_server_addr()), ''), coalesce(inet_server_port(), 0)";
+
+struct Identity {
+    database: String,
+    schema: String,
+    database_oid: i64,
+    server_address: String,
+    server_port: i32,
+}
+
+fn identity(row: &sqlx::postgres::PgRow) -> Result<Identity, sqlx::Error> {
+    Ok(Identity {
+        database: row.try_get(0)?,
+        schema: row.try_get(1)?,
+        database_oid: row.try_get(2)?,
+        server_address: row.try_get(3)?,
+        server_port: row.try_get(4)?,
+    })
+}
+
 /// Opens a session the way every dirthara session is opened, returning it with the setup
-/// it ran (to run again after each reset).
+/// it ran (to run again after each reset) and what it learnt about itself.
 async fn open(
     options: &PgConnectOptions,
     init_sql: Option<&str>,
-) -> Result<(PgConnection, String), ConnectFailure> {
+) -> Result<(PgConnection, String, Identity), ConnectFailure> {
     let mut conn = options.connect().await.map_err(connect_failure)?;
-    // By default PostgreSQL notices a vanished client only when it next writes to it, so a
-    // runner killed during a long statement would keep its lock (and half a migration)
-    // alive until the statement ends. PostgreSQL 14+ can check the socket while it works;
-    // older servers and some poolers refuse the setting, which we tolerate.
-    const CHECK_INTERVAL: &str = "SET client_connection_check_interval = '1s'";
+    // The usual case takes one round trip: a server that knows the setting, no init_sql.
+    if init_sql.is_none() && conn.server_version_num().is_some_and(|v| v >= 140_000) {
+        let both = conn
+            .fetch_all(format!("{CHECK_INTERVAL}; {IDENTITY}").as_str())
+            .await;
+        if let Some(Ok(found)) = both.ok().and_then(|rows| rows.last().map(identity)) {
+            return Ok((conn, CHECK_INTERVAL.to_string(), found));
+        }
+    }
     let mut setup = match conn.execute(CHECK_INTERVAL).await {
         Ok(_) => CHECK_INTERVAL.to_string(),
         Err(_) => String::new(),
@@ -113,7 +147,31 @@ async fn open(
         }
         setup.push_str(init_sql);
     }
-    Ok((conn, setup))
+    let row = conn.fetch_one(IDENTITY).await.map_err(connect_failure)?;
+    let found = identity(&row).map_err(connect_failure)?;
+    Ok((conn, setup, found))
+}
+
+/// Whether the server's end of this connection is the very address and port the runner
+/// connected to — an IP address, or `localhost` answered on a loopback address. A proxy
+/// (PgBouncer, pgcat, RDS Proxy, Supavisor) has its own address or port, so through one this
+/// is false and the lock takes the full pooler check. Names that need DNS, Unix sockets and
+/// port-mapped containers are also false: they are checked the slow way.
+fn reaches_server_directly(options: &PgConnectOptions, address: &str, port: i32) -> bool {
+    if i32::from(options.get_port()) != port {
+        return false;
+    }
+    let Ok(server) = address.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    let host = options
+        .get_host()
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    match host.parse::<std::net::IpAddr>() {
+        Ok(target) => target.to_canonical() == server.to_canonical(),
+        Err(_) => host.eq_ignore_ascii_case("localhost") && server.is_loopback(),
+    }
 }
 
 impl PgDriver {
@@ -161,13 +219,14 @@ impl PgDriver {
         }
     }
 
-    /// The `pg_locks` condition that matches our key (bigint keys use objsubid 1).
-    fn lock_match(key: i64) -> String {
+    /// The `pg_locks` condition that matches our lock (bigint keys use objsubid 1).
+    fn lock_match(&self) -> String {
+        let key = self.lock_key;
         let (high, low) = ((key as u64) >> 32, (key as u64) & 0xffff_ffff);
         format!(
             "l.locktype = 'advisory' AND l.granted AND l.classid::bigint = {high} \
-             AND l.objid::bigint = {low} AND l.objsubid = 1 \
-             AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+             AND l.objid::bigint = {low} AND l.objsubid = 1 AND l.database = {}",
+            self.database_oid
         )
     }
 }
@@ -193,12 +252,12 @@ fn pooler_reason(evidence: &str) -> String {
 
 /// A statement that fails — rolling back the message it leads — unless this session still
 /// holds the advisory lock `key`.
-fn lock_guard(key: i64) -> String {
+fn lock_guard(lock_match: &str) -> String {
     format!(
         "DO $dirthara_guard$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_locks l WHERE {} \
          AND l.pid = pg_backend_pid()) THEN RAISE EXCEPTION 'dirthara: this session no longer \
          holds the migration lock'; END IF; END $dirthara_guard$;",
-        PgDriver::lock_match(key)
+        lock_match
     )
 }
 
@@ -226,6 +285,8 @@ impl SqlDriver for PgDriver {
             connection: self.connection.clone(),
             schema: self.schema.clone(),
             lock_key: self.lock_key,
+            database_oid: self.database_oid,
+            direct: self.direct,
             held_key: None,
             listener: None,
             listener_failed: false,
@@ -249,8 +310,8 @@ impl SqlDriver for PgDriver {
         // together or not at all. The record measures the step's duration itself (`None`).
         // A newline before `;` ends a trailing `--` comment in the step.
         let mut head = self.take_reset();
-        if let (Some(_), Some(key)) = (record, self.held_key) {
-            head.push_str(&lock_guard(key));
+        if record.is_some() && self.held_key.is_some() {
+            head.push_str(&lock_guard(&self.lock_match()));
             head.push('\n');
         }
         let sql = match record {
@@ -287,5 +348,33 @@ impl SqlDriver for PgDriver {
         if let Some(listener) = this.listener {
             drop(listener);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn direct(url: &str, address: &str, port: i32) -> bool {
+        reaches_server_directly(&PgConnectOptions::from_str(url).unwrap(), address, port)
+    }
+
+    #[test]
+    fn only_the_very_address_and_port_connected_to_count_as_direct() {
+        assert!(direct("postgres://u@127.0.0.1:5432/d", "127.0.0.1", 5432));
+        assert!(direct("postgres://u@[::1]:5432/d", "::1", 5432));
+        assert!(direct("postgres://u@localhost:5432/d", "::1", 5432));
+        assert!(direct("postgres://u@10.0.0.6/d", "::ffff:10.0.0.6", 5432));
+        // A proxy listens on a port (or an address) of its own.
+        assert!(!direct("postgres://u@127.0.0.1:6432/d", "127.0.0.1", 5432));
+        assert!(!direct("postgres://u@10.0.0.5:5432/d", "10.0.0.6", 5432));
+        assert!(!direct("postgres://u@localhost:5432/d", "10.0.0.6", 5432));
+        // What cannot be compared without more lookups takes the full check.
+        assert!(!direct("postgres://u@db.internal:5432/d", "10.0.0.6", 5432));
+        assert!(!direct(
+            "postgres://u@localhost/d?host=/var/run/postgresql",
+            "",
+            0
+        ));
     }
 }

@@ -21,7 +21,7 @@ impl Migrator {
             let foreign = crate::adopt::read(history.as_mut(), connection, source).await?;
             let applied = history.read_history().await?.unwrap_or_default();
             let planned = plan::plan_adoption(&available, &applied, &foreign)?;
-            Ok(AdoptionReport::new(source, &planned, "none"))
+            Ok(AdoptionReport::new(source, &planned, None))
         }
         .await;
         history.close().await;

@@ -88,8 +88,7 @@ impl<'m> Session<'m> {
         command: Command,
         report: &mut RunReport,
     ) -> Result<()> {
-        self.history.prepare_history().await?;
-        let applied = self.history.read_history().await?.unwrap_or_default();
+        let applied = self.history.prepare_history().await?;
         let planned = plan::plan(available, &applied, command, self.migrator.plan_options())?;
         for warning in &planned.warnings {
             self.migrator.events.emit(Event::Warning(warning.clone()));
@@ -276,8 +275,7 @@ impl<'m> Session<'m> {
         version: i64,
         report: &mut RunReport,
     ) -> Result<()> {
-        self.history.prepare_history().await?;
-        let applied = self.history.read_history().await?.unwrap_or_default();
+        let applied = self.history.prepare_history().await?;
         let (batch, records) =
             plan::plan_baseline(available, &applied, version, &runner_identity())?;
         self.write_records(&records).await?;
@@ -325,7 +323,7 @@ impl<'m> Session<'m> {
         let foreign = crate::adopt::read(self.history.as_mut(), connection, source).await?;
         let applied = self.history.read_history().await?.unwrap_or_default();
         let planned = plan::plan_adoption(available, &applied, &foreign)?;
-        let report = AdoptionReport::new(source, &planned, self.strategy().name());
+        let report = AdoptionReport::new(source, &planned, Some(self.strategy()));
         if planned.records.is_empty() {
             return Ok(report);
         }

@@ -17,14 +17,27 @@ use crate::lock::{jittered, SessionLock};
 impl SessionLock for PgDriver {
     async fn try_lock(&mut self) -> Result<bool> {
         let key = self.lock_key;
+        if self.direct {
+            // No proxy in between: this connection is its own server session.
+            let sql = format!("SELECT pg_try_advisory_lock({key})");
+            let row = self
+                .conn
+                .fetch_one(sql.as_str())
+                .await
+                .map_err(|e| self.lock_error(e))?;
+            let taken: bool = row.try_get(0).map_err(|e| self.lock_error(e))?;
+            if taken {
+                self.held_key = Some(key);
+            }
+            return Ok(taken);
+        }
         if self.session_check.is_none() {
             let check = SessionCheck::start(&mut self.conn, &self.options).await;
             self.session_check = Some(check.map_err(|s| self.suspect_error(s))?);
         }
+        let lock_match = self.lock_match();
         let check = self.session_check.as_mut().expect("checked above");
-        let taken = check
-            .try_lock(&mut self.conn, key, &Self::lock_match(key))
-            .await;
+        let taken = check.try_lock(&mut self.conn, key, &lock_match).await;
         let taken = taken.map_err(|s| self.suspect_error(s))?;
         if taken {
             self.held_key = Some(key);
@@ -45,7 +58,7 @@ impl SessionLock for PgDriver {
         };
         let sql = format!(
             "SELECT EXISTS (SELECT 1 FROM pg_locks l WHERE {} AND l.pid = pg_backend_pid()){same_session}",
-            Self::lock_match(self.lock_key)
+            self.lock_match()
         );
         let row = self
             .conn
@@ -73,7 +86,7 @@ impl SessionLock for PgDriver {
              coalesce(host(a.client_addr), 'local socket')::text, \
              to_char(a.backend_start AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') \
              FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE {} LIMIT 1",
-            Self::lock_match(self.lock_key)
+            self.lock_match()
         );
         let row = self
             .conn
@@ -134,7 +147,7 @@ impl SessionLock for PgDriver {
              FROM pg_stat_activity a WHERE a.pid <> pg_backend_pid() AND (a.pid IN (SELECT pid FROM holder) \
              OR (a.application_name LIKE 'dirthara %' \
                  AND a.application_name IN (SELECT application_name FROM holder)))",
-            Self::lock_match(self.lock_key)
+            self.lock_match()
         );
         let rows = self
             .conn

@@ -44,6 +44,25 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
         }
     }
 
+    /// The layout row, then every record: the layout's one column tells its row apart.
+    async fn probe_and_select(&mut self) -> Option<(i64, Vec<AppliedMigration>)> {
+        let dialect = self.driver.dialect();
+        let sql = format!(
+            "{}; {}",
+            dialect.layout_sql(&self.names),
+            dialect.select_history_sql(&self.names)
+        );
+        let rows = self.driver.fetch_text(&sql).await.ok()?;
+        let (layout, records) = rows.split_first()?;
+        let layout = match layout.as_slice() {
+            [Some(value)] => value.parse().ok()?,
+            _ => return None,
+        };
+        // A malformed record is looked at again by `select`, which says which one.
+        let records: Option<Vec<_>> = records.iter().map(|r| parse_history_row(r)).collect();
+        Some((layout, records?))
+    }
+
     async fn layout_version(&mut self) -> Result<i64> {
         let sql = self.driver.dialect().layout_sql(&self.names);
         let rows = self
