@@ -1,5 +1,6 @@
 //! Migration-runner benchmarks against the local servers (no criterion: `harness = false`,
-//! timed with `std::time::Instant`).
+//! timed with `std::time::Instant`). Long because it is a list of scenarios, each short, that
+//! share the runner and the floors; `benches/migrations/floors.rs` holds the floors.
 //!
 //! ```text
 //! cargo build --release -p dirthara-cli          # for the CLI rows (or bash bench/run.sh)

@@ -1,4 +1,5 @@
-//! The lease lock (`--locking lease`) against real databases, with real processes.
+//! The lease lock (`--locking lease`) against real databases, with real processes. One file
+//! (one test binary, one link) for every lease scenario on every database.
 
 mod support;
 

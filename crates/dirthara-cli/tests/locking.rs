@@ -1,5 +1,6 @@
 //! The session lock against real servers, with real `dirthara` processes: contention,
 //! bounded waits, crashed holders, and the CREATE INDEX CONCURRENTLY deadlock other tools ship.
+//! One file (one test binary, one link) for every session-lock scenario on both servers.
 
 mod support;
 

@@ -1,7 +1,8 @@
 //! Migration files as real projects write them, against real servers: files that manage their
 //! own transaction, files that change their session (pg_dump output), MySQL `DELIMITER`
 //! scripts, empty downs, `init_sql`, and errors that carry everything the database said.
-//! Every fixture here is written for this project.
+//! Every fixture here is written for this project. One file (one test binary, one link) for
+//! all real-world patterns: each test is its fixture and its assertions.
 
 mod support;
 

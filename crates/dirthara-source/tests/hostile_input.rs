@@ -3,7 +3,8 @@
 //! (statements are slices of the input; every refusal names a file and a reason).
 //!
 //! Cases per target: `DIRTHARA_FUZZ_CASES` (default 1000, the CI-short run); the long run
-//! is `fuzz/run.sh`, which sets it high. Each target prints its case count.
+//! is `fuzz/run.sh`, which sets it high. Each target prints its case count. One file: each
+//! target is a generator and its promises, and the long run drives them all through one binary.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;

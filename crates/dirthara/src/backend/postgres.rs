@@ -304,7 +304,7 @@ impl SqlDriver for PgDriver {
         &mut self,
         step: &str,
         record: Option<&RecordFn<'_>>,
-    ) -> Result<(), StepFailure> {
+    ) -> Option<Result<(), StepFailure>> {
         // One round trip: PostgreSQL runs a multi-statement simple query as one implicit
         // transaction, so the session reset, the lock check, the step and its record commit
         // together or not at all. The record measures the step's duration itself (`None`).
@@ -319,7 +319,11 @@ impl SqlDriver for PgDriver {
             None => format!("{head}{step}"),
         };
         let sent = self.execute(&sql).await;
-        sent.map_err(|e| StepFailure::new(database_error(e, Some((step, head.chars().count())))))
+        Some(
+            sent.map_err(|e| {
+                StepFailure::new(database_error(e, Some((step, head.chars().count()))))
+            }),
+        )
     }
 
     async fn before_step(&mut self) -> Result<(), sqlx::Error> {

@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 
 use super::history_tables::Known;
-use super::{database_error, database_message, Backend, BackendKind, ConnectRequest, Step};
+use super::{database_message, Backend, BackendKind, ConnectRequest, Step};
 use super::{StepBody, StepFailure};
 use crate::code::Connection;
 use crate::error::{Error, Result};
@@ -61,39 +61,17 @@ pub(crate) trait SqlDriver: Send {
     /// Runs a query whose columns are all text (or NULL).
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>;
 
-    /// Runs `step` and then the statement `record` builds (given the step's measured
-    /// duration, or `None` when the database measures it) so that both commit or neither
-    /// does. Without `record`, just runs the step in a transaction. On failure the
-    /// transaction is rolled back before this returns.
+    /// Sends `step` and the statement `record` builds (given `None`: the database measures
+    /// the step's duration itself) as ONE message that commits as a whole, where the database
+    /// runs a multi-statement message as one transaction (PostgreSQL). `None` where it does
+    /// not: the backend then brackets them in a transaction statement by statement. On
+    /// failure the transaction is rolled back before this returns.
     async fn execute_atomically(
         &mut self,
-        step: &str,
-        record: Option<&RecordFn<'_>>,
-    ) -> Result<(), StepFailure> {
-        let begun = self.execute(self.dialect().begin()).await;
-        begun.map_err(|e| StepFailure::new(database_error(e, None)))?;
-        let started = std::time::Instant::now();
-        let mut result = self
-            .execute(step)
-            .await
-            .map_err(|e| database_error(e, Some((step, 0))));
-        if let (Ok(()), Some(record)) = (&result, record) {
-            result = self
-                .execute(&record(Some(started.elapsed())))
-                .await
-                .map_err(|e| database_error(e, None));
-        }
-        match result {
-            Ok(()) => self
-                .execute("COMMIT")
-                .await
-                .map_err(|e| StepFailure::new(database_error(e, None))),
-            Err(error) => {
-                // The step's own error is what matters; a failed rollback ends with the session.
-                let _ = self.execute("ROLLBACK").await;
-                Err(StepFailure::new(error))
-            }
-        }
+        _step: &str,
+        _record: Option<&RecordFn<'_>>,
+    ) -> Option<Result<(), StepFailure>> {
+        None
     }
 
     /// Returns the session to a clean state after a failed step: a step that opened its own
@@ -195,12 +173,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                     .await
             }
             StepBody::Text(text) => match step.record {
-                Some(change) => {
-                    let (dialect, names) = (self.driver.dialect(), &self.names);
-                    let record = |elapsed| change_sql(dialect, names, change, elapsed);
-                    let ran = self.driver.execute_atomically(text, Some(&record)).await;
-                    ran.map_err(|failure| self.locate_mysql_error(failure, text, 1))
-                }
+                Some(change) => self.run_in_transaction(text, Some(change)).await,
                 None => self.run_text(text, transactional).await,
             },
         }

@@ -1,5 +1,8 @@
 //! Tests of the planner: one unit test per rule, then properties checked against a small
 //! simulator that applies plans to an in-memory history.
+//!
+//! One long file on purpose: the properties at the end drive every rule above through the one
+//! simulator, and a rule is easiest to check beside the property that combines it.
 
 use std::collections::BTreeSet;
 

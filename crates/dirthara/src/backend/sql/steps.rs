@@ -1,8 +1,9 @@
-//! Running a step's text or code on a SQL connection, outside `execute_atomically`: plain,
-//! in a transaction of its own, or statement by statement as the mysql client splits a
-//! `DELIMITER` script.
+//! Running a step's text or code on a SQL connection: plain, in a transaction of its own
+//! (with its history record, where it has one), or statement by statement as the mysql client
+//! splits a `DELIMITER` script. Every transaction here begins in `begin_step` and ends in
+//! `end_step`, unless the driver sends the whole transaction as one message.
 
-use super::{Dialect, SqlBackend, SqlDriver};
+use super::{change_sql, Dialect, RecordFn, SqlBackend, SqlDriver};
 use crate::backend::{database_error, StepFailure};
 use crate::code::RustMigration;
 use crate::error::DatabaseError;
@@ -25,8 +26,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             return self.run_client_script(&statements, transactional).await;
         }
         if transactional {
-            let ran = self.driver.execute_atomically(text, None).await;
-            return ran.map_err(|failure| self.locate_mysql_error(failure, text, 1));
+            return self.run_in_transaction(text, None).await;
         }
         self.driver.before_step().await.map_err(failed)?;
         match self.driver.execute(text).await {
@@ -37,6 +37,37 @@ impl<D: SqlDriver> SqlBackend<D> {
                 Err(self.locate_mysql_error(failure, text, 1))
             }
         }
+    }
+
+    /// Runs step text and its history change (if any) so that both commit or neither does.
+    pub(super) async fn run_in_transaction(
+        &mut self,
+        text: &str,
+        record: Option<&HistoryChange>,
+    ) -> Result<(), StepFailure> {
+        let (dialect, names) = (self.driver.dialect(), &self.names);
+        let build = |elapsed| {
+            change_sql(
+                dialect,
+                names,
+                record.expect("built with a record"),
+                elapsed,
+            )
+        };
+        let build: Option<&RecordFn<'_>> = record.map(|_| &build as &RecordFn<'_>);
+        if let Some(sent) = self.driver.execute_atomically(text, build).await {
+            return sent.map_err(|failure| self.locate_mysql_error(failure, text, 1));
+        }
+        self.begin_step(true).await?;
+        let started = std::time::Instant::now();
+        let mut result = (self.driver.execute(text).await)
+            .map_err(|e| StepFailure::new(database_error(e, Some((text, 0)))));
+        if let (Ok(()), Some(change)) = (&result, record) {
+            let sql = self.change_sql(change, Some(started.elapsed()));
+            result = self.driver.execute(&sql).await.map_err(failed);
+        }
+        let ended = self.end_step(true, result).await;
+        ended.map_err(|failure| self.locate_mysql_error(failure, text, 1))
     }
 
     /// Runs a Rust migration's code on this connection, with `record` in its transaction.
