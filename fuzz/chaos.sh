@@ -5,7 +5,7 @@
 #   bash fuzz/chaos.sh                 # 25 rounds per backend
 #   ROUNDS=100 SECONDS_PER_ROUND=8 bash fuzz/chaos.sh
 #
-# Needs the local test servers (see crates/dirthara-cli/tests/servers/mod.rs) and the
+# Needs the local test servers (see crates/dirthara-cli/tests/support/servers.rs) and the
 # right to restart them (root: pg_ctlcluster, mysqladmin, start-stop-daemon); set
 # DIRTHARA_CHAOS_RESTART=0 where the servers are not yours to restart. Each backend prints
 # "chaos <backend> in <s>s: Tally { rounds, kills, restarts, ... }".

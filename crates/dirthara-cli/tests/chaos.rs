@@ -207,7 +207,14 @@ async fn round(kind: Kind, tally: &mut Tally) -> bool {
     tally.applied += outcome.applied;
     tally.absent += outcome.absent;
     tally.dirty += outcome.dirty;
-    // Resolve DIRTY by looking: the marker exists, so the step ran; else it did not.
+    // Resolve DIRTY by looking: the marker exists, so the step ran; else it did not. Look only
+    // once no session holds the lock: a killed runner's server session may still be finishing
+    // its statement (until the server notices the client is gone), and could commit the step
+    // after a look that did not see it. (A lease outlives its holder by design; the lease
+    // rounds do not wait for it.)
+    if lease.is_empty() {
+        wait_until_the_lock_is_free(&url, &m);
+    }
     let effects = effects(kind, &place).await;
     for (v, state) in states(&url, &m, lease) {
         if state != "dirty" {
@@ -296,4 +303,28 @@ fn chaos_sqlite_lease_processes_sharing_one_file() {
 #[test]
 fn chaos_mongodb_lease() {
     chaos(Kind::Mongo);
+}
+
+/// Waits until `status` shows no session holding the session lock.
+fn wait_until_the_lock_is_free(url: &str, m: &Migrations) {
+    let started = Instant::now();
+    loop {
+        let out = dirthara(url, m.path(), &["status", "--output", "json"])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let state = doc["lock"]["state"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_string();
+        if state == "free" {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(90),
+            "the lock is still {state} 90 s after the runners stopped: {:?}",
+            text(&out)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

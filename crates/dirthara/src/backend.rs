@@ -99,6 +99,14 @@ impl BackendKind {
         }
     }
 
+    /// Reached over the network, as opposed to a file (SQLite): connecting creates nothing.
+    pub(crate) fn is_server(self) -> bool {
+        matches!(
+            self,
+            BackendKind::Postgres | BackendKind::Mysql | BackendKind::Mongo
+        )
+    }
+
     /// What the database offers for locking: a session lock on PostgreSQL and MySQL; on
     /// MongoDB the lease is the native lock.
     pub(crate) fn lock_support(self) -> LockSupport {

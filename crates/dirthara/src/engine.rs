@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventSink;
 use crate::history::AppliedMigration;
-use crate::lock::{Primitive, Strategy, LOCK_NAME};
+use crate::lock::{resolve_strategy, Primitive, Strategy, LOCK_NAME};
 use crate::migration::Migration;
 use crate::plan::PlanOptions;
 
@@ -47,7 +47,8 @@ pub struct Migrator {
     config: Config,
     events: EventSink,
     connector: Arc<dyn Connector>,
-    extra: Vec<Migration>,
+    /// Migrations given in code; shared, so that loading on another thread copies nothing.
+    extra: Arc<Vec<Migration>>,
     /// Rust migrations by version; `extra` holds their planner records.
     code: BTreeMap<i64, Arc<dyn RustMigration>>,
     shutdown: Option<watch::Receiver<bool>>,
@@ -59,7 +60,7 @@ impl Migrator {
             config,
             events: EventSink::discard(),
             connector: Arc::new(UrlConnector),
-            extra: Vec::new(),
+            extra: Arc::new(Vec::new()),
             code: BTreeMap::new(),
             shutdown: None,
         }
@@ -68,7 +69,7 @@ impl Migrator {
     /// Adds a migration written in Rust (see [`RustMigration`]), ordered by version among
     /// the file migrations.
     pub fn with_rust_migration(mut self, migration: impl RustMigration + 'static) -> Self {
-        self.extra.push(crate::code::describe(&migration));
+        Arc::make_mut(&mut self.extra).push(crate::code::describe(&migration));
         self.code.insert(migration.version(), Arc::new(migration));
         self
     }
@@ -110,7 +111,7 @@ impl Migrator {
     /// assert_eq!(migrator.load().unwrap().len(), 1);
     /// ```
     pub fn with_migrations(mut self, migrations: impl IntoIterator<Item = Migration>) -> Self {
-        self.extra.extend(migrations);
+        Arc::make_mut(&mut self.extra).extend(migrations);
         self
     }
 
@@ -187,6 +188,63 @@ impl Migrator {
         let result = history.read_history().await;
         history.close().await;
         Ok(result?.unwrap_or_default())
+    }
+
+    /// Loads the migrations and connects the history connection, for a command that takes
+    /// the lock. Loading touches no database, and a run that cannot be locked (SQLite with
+    /// `locking = true`) is refused before connecting. On a database server the connection
+    /// is opened while the files are read (connecting changes nothing; the lock is taken only
+    /// once every file loaded): a no-op `migrate` then costs the slower of the two, not both.
+    /// A failure to load wins over a failure to connect, as if one came after the other.
+    /// With `runs_steps`, every connection a migration names must have a URL too.
+    async fn load_and_connect(
+        &self,
+        operation: &str,
+        runs_steps: bool,
+    ) -> Result<(Vec<Migration>, Strategy, Box<dyn Backend>)> {
+        let kind = self.checked();
+        let strategy = |kind: BackendKind| {
+            resolve_strategy(self.config.locking, kind.lock_support())
+                .map_err(|refused| refused.into_error(&self.config.history_connection))
+        };
+        let connection = self.config.history_connection.as_str();
+        match kind.as_ref().map(|&kind| (kind, strategy(kind))) {
+            Ok((kind, Ok(strategy))) if kind.is_server() => {
+                let loader = self.clone();
+                let loading = async {
+                    let loaded = tokio::task::spawn_blocking(move || loader.load()).await;
+                    let available = loaded.unwrap_or_else(|panicked| {
+                        std::panic::resume_unwind(panicked.into_panic())
+                    })?;
+                    if runs_steps {
+                        self.check_connections(&available)?;
+                    }
+                    Ok(available)
+                };
+                let (loaded, connected) =
+                    tokio::join!(loading, self.connect(connection, operation, false));
+                match (loaded, connected) {
+                    (Ok(available), Ok(history)) => Ok((available, strategy, history)),
+                    (Err(error), Ok(history)) => {
+                        history.close().await;
+                        Err(error)
+                    }
+                    (Err(error), Err(_)) | (Ok(_), Err(error)) => Err(error),
+                }
+            }
+            // One after the other, in the order the errors are reported: the files, the
+            // configuration, the connections the files name, the lock, the connection.
+            _ => {
+                let available = self.load()?;
+                let kind = kind?;
+                if runs_steps {
+                    self.check_connections(&available)?;
+                }
+                let strategy = strategy(kind)?;
+                let history = self.connect(connection, operation, false).await?;
+                Ok((available, strategy, history))
+            }
+        }
     }
 
     /// What the lock of `strategy` contends with on the history connection.

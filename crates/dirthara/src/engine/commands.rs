@@ -123,10 +123,8 @@ impl Migrator {
 
     /// Runs any planned command under the lock.
     pub async fn run(&self, command: Command) -> Result<RunReport> {
-        let available = self.load()?;
-        let kind = self.checked()?;
-        self.check_connections(&available)?;
-        let mut session = Session::open(self, command.name(), kind).await?;
+        let (available, strategy, history) = self.load_and_connect(command.name(), true).await?;
+        let mut session = Session::open(self, command.name(), strategy, history).await?;
         let mut report = RunReport {
             operation: command.into(),
             lock: session.strategy().name().to_string(),
@@ -163,9 +161,8 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn baseline(&self, version: i64) -> Result<RunReport> {
-        let available = self.load()?;
-        let kind = self.checked()?;
-        let mut session = Session::open(self, "baseline", kind).await?;
+        let (available, strategy, history) = self.load_and_connect("baseline", false).await?;
+        let mut session = Session::open(self, "baseline", strategy, history).await?;
         let mut report = RunReport {
             operation: Operation::Baseline,
             lock: session.strategy().name().to_string(),
@@ -196,9 +193,8 @@ impl Migrator {
     /// ```
     pub async fn baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
-        let available = self.load()?;
-        let kind = self.checked()?;
-        let mut session = Session::open(self, "baseline", kind).await?;
+        let (available, strategy, history) = self.load_and_connect("baseline", false).await?;
+        let mut session = Session::open(self, "baseline", strategy, history).await?;
         let result = session.baseline_from(&available, source).await;
         session.finish(result).await
     }
@@ -224,9 +220,8 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn resolve(&self, version: i64, resolution: Resolution) -> Result<RunReport> {
-        let available = self.load()?;
-        let kind = self.checked()?;
-        let mut session = Session::open(self, "resolve", kind).await?;
+        let (available, strategy, history) = self.load_and_connect("resolve", false).await?;
+        let mut session = Session::open(self, "resolve", strategy, history).await?;
         let mut report = RunReport {
             operation: Operation::Resolve,
             lock: session.strategy().name().to_string(),

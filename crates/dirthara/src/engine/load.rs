@@ -29,7 +29,7 @@ impl Migrator {
             }));
         }
         let mut migrations = loaded.migrations;
-        for extra in &self.extra {
+        for extra in self.extra.iter() {
             if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
                 return Err(Error::invalid(
                     PathBuf::from(&extra.origin),

@@ -33,18 +33,16 @@ pub(super) struct Session<'m> {
 }
 
 impl<'m> Session<'m> {
-    /// Connects the history connection and takes the lock: the first thing done on the
-    /// database. The configuration was validated by the caller.
+    /// Takes the lock on the history connection: the first thing done on the database. The
+    /// configuration was validated and `strategy` resolved by the caller.
     pub(super) async fn open(
         migrator: &'m Migrator,
         operation: &str,
-        kind: BackendKind,
+        strategy: Strategy,
+        mut history: Box<dyn Backend>,
     ) -> Result<Session<'m>> {
         let config = &migrator.config;
         let connection = config.history_connection.as_str();
-        let strategy = lock::resolve_strategy(config.locking, kind.lock_support())
-            .map_err(|refused| refused.into_error(connection))?;
-        let mut history = migrator.connect(connection, operation, false).await?;
         let waiting = Waiting {
             connection,
             wait: config.lock_wait.unwrap_or(strategy.default_wait()),
