@@ -20,12 +20,22 @@ use rows::parse;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Tool {
+    /// sqlx (`_sqlx_migrations`); a row with `success = false` refuses the adoption.
     Sqlx,
+    /// golang-migrate (`schema_migrations`): one row with the newest version, so every
+    /// file up to it is adopted; a dirty row refuses the adoption.
     GolangMigrate,
+    /// dbmate (`schema_migrations`): one row per applied version.
     Dbmate,
+    /// goose (`goose_db_version`): the latest row of each version says whether it is applied.
     Goose,
+    /// refinery (`refinery_schema_history`): one row per applied version.
     Refinery,
+    /// Diesel (`__diesel_schema_migrations`): one row per applied version, read without
+    /// the dashes of its timestamp.
     Diesel,
+    /// Flyway (`flyway_schema_history`), read as Flyway reads it (baselines, undos, `repair`
+    /// deletions); a failed row or a dotted version refuses the adoption.
     Flyway,
 }
 
@@ -41,6 +51,7 @@ impl Tool {
         "flyway",
     ];
 
+    /// The tool `--from` names (one of [`Tool::NAMES`]); `None` for any other name.
     pub fn parse(name: &str) -> Option<Tool> {
         Some(match name {
             "sqlx" => Tool::Sqlx,
@@ -54,6 +65,7 @@ impl Tool {
         })
     }
 
+    /// The tool's name as `--from` takes it and reports show it.
     pub fn name(self) -> &'static str {
         match self {
             Tool::Sqlx => "sqlx",
@@ -93,16 +105,19 @@ impl Tool {
 /// Where `baseline --from` reads: a tool, and its table when not the tool's default.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AdoptSource {
+    /// The tool that wrote the table.
     pub tool: Tool,
     /// `--from-table`; `None`: [`Tool::default_table`].
     pub table: Option<String>,
 }
 
 impl AdoptSource {
+    /// Reads `tool`'s history from its default table.
     pub fn new(tool: Tool) -> Self {
         AdoptSource { tool, table: None }
     }
 
+    /// The table read: the one given, else the tool's default.
     pub fn table(&self) -> &str {
         self.table.as_deref().unwrap_or(self.tool.default_table())
     }
@@ -126,10 +141,13 @@ impl AdoptSource {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct AdoptedRecord {
+    /// The adopted version.
     pub version: i64,
+    /// The name of its file here.
     pub name: String,
     /// The checksum of the file here, which `migrate` later verifies.
     pub checksum: String,
+    /// The file here that the record stands for.
     pub file: String,
 }
 
@@ -137,14 +155,20 @@ pub struct AdoptedRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct AdoptionReport {
+    /// Always [`Operation::Baseline`](crate::Operation::Baseline).
     pub operation: crate::report::Operation,
+    /// The tool adopted from, as [`Tool::name`] gives it.
     pub from: String,
+    /// The tool's table that was read (and left untouched).
     pub table: String,
     /// True for `preview baseline --from`: nothing was written.
     pub preview: bool,
     /// The batch the records are written under (none when nothing is recorded).
     pub batch: Option<i64>,
+    /// The migrations recorded as applied, in version order.
     pub recorded: Vec<AdoptedRecord>,
+    /// Facts to read before trusting the result: golang-migrate's newest-version rule, files
+    /// left pending below the newest adopted version, an empty history.
     pub notes: Vec<String>,
     /// How the command was protected: `session`, `lease`, `off`, or `none` for a preview.
     pub lock: String,

@@ -21,14 +21,22 @@ pub type StepError = Box<dyn std::error::Error + Send + Sync>;
 /// The connection a Rust migration runs on.
 #[non_exhaustive]
 pub enum Connection<'a> {
+    /// A SQLite connection, inside the step's transaction when the migration is
+    /// transactional.
     #[cfg(feature = "sqlite")]
     Sqlite(&'a mut sqlx::SqliteConnection),
+    /// A PostgreSQL connection, inside the step's transaction when the migration is
+    /// transactional.
     #[cfg(feature = "postgres")]
     Postgres(&'a mut sqlx::PgConnection),
+    /// A MySQL/MariaDB connection, inside the step's transaction when the migration is
+    /// transactional (DDL still commits implicitly there).
     #[cfg(feature = "mysql")]
     MySql(&'a mut sqlx::MySqlConnection),
+    /// A MongoDB database.
     #[cfg(feature = "mongodb")]
     Mongo {
+        /// The database the connection's URL names.
         db: &'a mongodb::Database,
         /// The transaction's session when the migration is transactional; pass it to every
         /// operation (`.session(session)`) so they commit with the history record.
@@ -84,7 +92,11 @@ pub trait RustMigration: Send + Sync {
     fn reversible(&self) -> bool {
         false
     }
+    /// Applies the migration on `conn`. An error stops the run with `MIGRATION_FAILED`, and
+    /// the step's transaction, if it has one, is rolled back.
     async fn up(&self, conn: Connection<'_>) -> Result<(), StepError>;
+    /// Reverses the migration; called only when [`RustMigration::reversible`] is true. The
+    /// default fails, naming the migration.
     async fn down(&self, _conn: Connection<'_>) -> Result<(), StepError> {
         Err(format!("{} has no down step", self.name()).into())
     }

@@ -35,11 +35,14 @@ pub struct Config {
     /// The layout of a directory named with `format` (`{ path = "legacy", format = "goose" }`);
     /// a directory not in it has its layout detected from its files.
     pub layouts: BTreeMap<PathBuf, Layout>,
+    /// Which lock commands take; the default is the backend's native strategy.
     pub locking: Locking,
     /// `None`: the strategy's default (session locks wait forever, leases not at all).
     pub lock_wait: Option<LockWait>,
     /// Lease length for `locking = "lease"`.
     pub lock_ttl: Duration,
+    /// The history table (collection on MongoDB), default `dirthara_migrations`; runners
+    /// sharing it exclude each other.
     pub history_table: String,
     /// The connection holding the history and the lock.
     pub history_connection: String,

@@ -55,6 +55,8 @@ pub struct Migrator {
 }
 
 impl Migrator {
+    /// A migrator for `config`, with no events and no migrations beyond the configured
+    /// directories. Nothing is read or connected until a command runs.
     pub fn new(config: Config) -> Self {
         Migrator {
             config,
@@ -74,7 +76,7 @@ impl Migrator {
         self
     }
 
-    /// Receives every [`Event`] as it happens.
+    /// Receives every [`Event`](crate::Event) as it happens.
     ///
     /// # Examples
     ///
@@ -139,6 +141,7 @@ impl Migrator {
         self
     }
 
+    /// The configuration it runs with.
     pub fn config(&self) -> &Config {
         &self.config
     }

@@ -16,21 +16,46 @@ pub use database::DatabaseError;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Code {
+    /// `MIGRATION_LOCK_HELD`: another runner holds the lock, and the wait was zero or ran out.
     MigrationLockHeld,
+    /// `MIGRATION_LOCK_FAILED`: taking or releasing the lock failed, or the backend cannot
+    /// lock (SQLite with `locking = true`).
     MigrationLockFailed,
+    /// `LOCK_LEASE_LOST`: the lease or session lock was lost during the run, which stopped
+    /// before the next migration.
     LockLeaseLost,
+    /// Warning `LOCK_LEASE_EXPIRED`: at release the lease was no longer ours; the run itself
+    /// succeeded.
     LockLeaseExpired,
+    /// `INTERRUPTED`: a shutdown signal arrived; the running migration was finished and
+    /// recorded, the rest left undone.
     Interrupted,
+    /// `OUT_OF_ORDER`: a pending migration is older than the newest applied one. A warning,
+    /// or an error with [`Config::strict`](crate::Config::strict).
     OutOfOrder,
+    /// `MIGRATION_FAILED`: a migration's step failed on the database.
     MigrationFailed,
+    /// `DIRTY_MIGRATION`: an earlier run died inside a migration that could not run in a
+    /// transaction, so it may be half-applied; fix it by hand, then `resolve` it.
     DirtyMigration,
+    /// `CHECKSUM_MISMATCH`: an applied migration's file changed after it was applied.
     ChecksumMismatch,
+    /// `MISSING_MIGRATION`: the history records a migration that has no file any more.
     MissingMigration,
+    /// `IRREVERSIBLE_MIGRATION`: a migration that must be reversed has no down step.
     IrreversibleMigration,
+    /// `UNKNOWN_VERSION`: a target version names no known migration.
     UnknownVersion,
+    /// `INVALID_MIGRATION`: migration files (or embedded migrations) are malformed; nothing
+    /// was touched.
     InvalidMigration,
+    /// `CONFIG_ERROR`: the configuration is unusable.
     ConfigError,
+    /// `CONNECTION_ERROR`: a database could not be reached, even after retrying for
+    /// [`Config::connect_timeout`](crate::Config::connect_timeout).
     ConnectionError,
+    /// `HISTORY_ERROR`: the history is unreadable, not dirthara's, or written by a newer
+    /// dirthara.
     HistoryError,
     /// Warning: something in a migration directory looks like a migration but was not loaded.
     SkippedFile,
@@ -73,35 +98,56 @@ impl fmt::Display for Code {
 pub enum ErrorKind {
     /// Another runner holds the lock and we may not (or no longer) wait.
     LockHeld {
+        /// The lock's name, `dirthara:migrations`.
         lock: String,
+        /// The connection the lock is taken on: the history connection.
         connection: String,
+        /// Who holds it, as [`LockHolder`](crate::LockHolder) prints; `None` when the
+        /// database could not tell.
         holder: Option<String>,
     },
     /// Taking or releasing the lock failed, or the backend cannot lock.
     LockFailed {
+        /// The lock's name, `dirthara:migrations`.
         lock: String,
+        /// The connection the lock is taken on: the history connection.
         connection: String,
+        /// What went wrong, with the fix where there is one.
         reason: String,
     },
     /// The lock was taken away during the run; we stopped before `next`.
     LockLost {
+        /// The lock's name, `dirthara:migrations`.
         lock: String,
+        /// The connection the lock was taken on: the history connection.
         connection: String,
+        /// Version and name of the migration that was not started; `None` when the loss was
+        /// found before a change that is not a migration (`fresh` dropping the tables, or
+        /// `baseline` and `resolve` writing their records).
         next: Option<(i64, String)>,
     },
     /// A shutdown signal arrived; the running step finished, `remaining` steps were left undone.
     /// When it arrived while waiting for the lock, nothing had started ([`Error::waited`]).
-    Interrupted { remaining: Vec<(i64, String)> },
+    Interrupted {
+        /// Version and name of each step left undone, in the order they would have run.
+        remaining: Vec<(i64, String)>,
+    },
     /// A pending migration is older than the newest applied one and `strict` is on.
     OutOfOrder {
+        /// The pending versions older than `newest_applied`.
         versions: Vec<i64>,
+        /// The newest version the history records as applied.
         newest_applied: i64,
     },
     /// A migration step failed on the database.
     MigrationFailed {
+        /// The failed migration's version.
         version: i64,
+        /// The failed migration's name.
         name: String,
+        /// Whether its up or its down step failed.
         direction: Direction,
+        /// The named connection the step ran on.
         connection: String,
         /// Everything the database said.
         error: DatabaseError,
@@ -109,30 +155,69 @@ pub enum ErrorKind {
         left_dirty: bool,
     },
     /// A previous run died inside a migration that could not run in a transaction.
-    Dirty { version: i64, name: String },
+    Dirty {
+        /// The version the history marks as `running`.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+    },
     /// An applied migration's file changed since it was applied.
     ChecksumMismatch {
+        /// The changed migration's version.
         version: i64,
+        /// Its name, as recorded.
         name: String,
+        /// Where the migration comes from now: its file, or a Rust migration's description.
         file: String,
+        /// The checksum the history recorded when it was applied (hex SHA-256).
         recorded: String,
+        /// The checksum of the migration as it is now (hex SHA-256).
         actual: String,
     },
     /// An applied migration has no file any more.
-    MissingMigration { version: i64, name: String },
+    MissingMigration {
+        /// The recorded version without a file.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+    },
     /// A migration that must be reversed has no down step.
-    Irreversible { version: i64, name: String },
+    Irreversible {
+        /// The version without a down step.
+        version: i64,
+        /// Its name.
+        name: String,
+    },
     /// A target version names no known migration.
-    UnknownVersion { version: i64 },
+    UnknownVersion {
+        /// The requested target version.
+        version: i64,
+    },
     /// Migration files (or embedded migrations) are malformed: every bad file found in one
     /// run with its reason, never empty.
-    InvalidMigration { problems: Vec<Problem> },
+    InvalidMigration {
+        /// Each bad file and what is wrong with it.
+        problems: Vec<Problem>,
+    },
     /// The configuration is unusable.
-    Config { message: String },
+    Config {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// A database could not be reached.
-    Connection { connection: String, message: String },
+    Connection {
+        /// The named connection that failed.
+        connection: String,
+        /// What went wrong, in the driver's words; a URL in it is shown without its password.
+        message: String,
+    },
     /// Reading or writing the history failed, or its layout is not one we understand.
-    History { connection: String, message: String },
+    History {
+        /// The history connection.
+        connection: String,
+        /// What went wrong with the history.
+        message: String,
+    },
 }
 
 /// The error returned by every dirthara operation.
@@ -158,6 +243,7 @@ struct Context {
 }
 
 impl Error {
+    /// An error of `kind`, with no secondary failure and no completed steps.
     pub fn new(kind: ErrorKind) -> Self {
         Error {
             kind: Box::new(kind),
@@ -167,10 +253,12 @@ impl Error {
         }
     }
 
+    /// The facts of the failure, to match on.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
     }
 
+    /// The stable code, as printed in `Error [CODE]: ...`.
     pub fn code(&self) -> Code {
         match *self.kind {
             ErrorKind::LockHeld { .. } => Code::MigrationLockHeld,
@@ -348,4 +436,5 @@ mod message;
 
 use hints::{down_file, human};
 
+/// `std::result::Result` with dirthara's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -14,8 +14,10 @@ use crate::migration::Direction;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Warning {
+    /// The stable code, e.g. [`Code::OutOfOrder`] or [`Code::LockLeaseExpired`].
     #[serde(serialize_with = "serialize_code")]
     pub code: Code,
+    /// What happened and what, if anything, to do about it.
     pub message: String,
 }
 
@@ -53,6 +55,7 @@ pub struct LockHolder {
     /// `dirthara <operation> <host>:<pid>` when the holder announced itself.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub application: Option<String>,
+    /// The address the holding session connected from (session locks).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_address: Option<String>,
     /// When the holding session started (UTC, RFC 3339).
@@ -96,58 +99,88 @@ impl fmt::Display for LockHolder {
 pub enum Event {
     /// Still trying to reach a database that is not up yet.
     ConnectionWaiting {
+        /// The named connection being opened.
         connection: String,
+        /// Its URL, without the password.
         target: String,
+        /// Why the last attempt failed, in the driver's words.
         reason: String,
     },
     /// The command runs without a lock, as configured.
     Unlocked {
+        /// The history connection, which a lock would have been taken on.
         connection: String,
     },
     /// Another runner holds the lock; we wait for it.
     LockWaiting {
+        /// The lock's name, `dirthara:migrations`.
         lock: String,
+        /// The history connection, where the lock is taken.
         connection: String,
+        /// Who holds it; `None` when the database could not tell.
         holder: Option<LockHolder>,
+        /// How long we have waited so far (`waited_ms` in JSON).
         #[serde(rename = "waited_ms", serialize_with = "serialize_ms")]
         waited: Duration,
     },
+    /// The lock is ours until the command ends.
     LockAcquired {
+        /// The lock's name, `dirthara:migrations`.
         lock: String,
+        /// The history connection, where the lock is taken.
         connection: String,
+        /// How long it took to get, waiting included (`waited_ms` in JSON).
         #[serde(rename = "waited_ms", serialize_with = "serialize_ms")]
         waited: Duration,
     },
+    /// The lock was released at the end of the command.
     LockReleased {
+        /// The lock's name, `dirthara:migrations`.
         lock: String,
+        /// The history connection, where the lock was taken.
         connection: String,
     },
     /// The plan is made: this many steps will run.
     Planned {
+        /// The command's name: `migrate`, `rollback`, `to`, `refresh` or `fresh`.
         operation: String,
+        /// How many steps the plan has, up and down together.
         steps: usize,
     },
     /// `fresh` dropped these tables.
     Dropped {
+        /// The history connection, whose database was emptied.
         connection: String,
+        /// The names of the dropped tables or collections.
         objects: Vec<String>,
     },
+    /// A migration's step is about to run.
     MigrationStarted {
+        /// The migration's version.
         version: i64,
+        /// The migration's name.
         name: String,
+        /// Whether its up or its down step runs.
         direction: Direction,
+        /// The named connection the step runs on.
         connection: String,
     },
+    /// A migration's step succeeded.
     MigrationFinished {
+        /// The migration's version.
         version: i64,
+        /// The migration's name.
         name: String,
+        /// Whether its up or its down step ran.
         direction: Direction,
+        /// How long the step took (`duration_ms` in JSON).
         #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
         duration: Duration,
         /// An empty or comment-only down step: recorded, nothing sent.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         reverses_nothing: bool,
     },
+    /// Something someone should look at; the command goes on.
     Warning(Warning),
 }
 
@@ -160,6 +193,7 @@ fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 pub struct EventSink(Arc<dyn Fn(&Event) + Send + Sync>);
 
 impl EventSink {
+    /// A sink that calls `f` with each event. Keep `f` quick: the command waits for it.
     pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
         EventSink(Arc::new(f))
     }
@@ -169,6 +203,7 @@ impl EventSink {
         EventSink::new(|_| {})
     }
 
+    /// Passes `event` to the sink's function.
     pub fn emit(&self, event: Event) {
         (self.0)(&event);
     }

@@ -18,10 +18,12 @@ pub enum RecordState {
     /// Written before a step that cannot share a transaction with its record; still present
     /// on the next run only if that step never finished (a "dirty" migration).
     Running,
+    /// In place: its step completed, or `baseline` or `resolve` recorded it as applied.
     Applied,
 }
 
 impl RecordState {
+    /// The state as the history stores it: `running` or `applied`.
     pub fn as_str(self) -> &'static str {
         match self {
             RecordState::Running => "running",
@@ -29,6 +31,7 @@ impl RecordState {
         }
     }
 
+    /// Reads a stored state; `None` for anything but `running` or `applied`.
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "running" => Some(RecordState::Running),

@@ -71,6 +71,8 @@
 //! - **Off** (`false`): no protection; SQLite with `true` refuses to run at all rather than
 //!   run unlocked without saying so.
 
+#![warn(missing_docs)]
+
 mod adopt;
 mod backend;
 mod code;

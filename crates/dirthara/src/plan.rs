@@ -37,12 +37,17 @@ pub enum RollbackScope {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Command {
+    /// Apply every pending migration, in version order, as one new batch.
     Migrate,
+    /// Reverse applied migrations, newest first, as far as the scope says.
     Rollback(RollbackScope),
     /// Move to version V: up through V, or down until V is the newest applied (0 = empty,
     /// unless a migration 0 exists: then it is the target like any other version).
     MigrateTo(i64),
+    /// Reverse every applied migration, then apply all, under one lock.
     Refresh,
+    /// Drop every table or collection of the history connection's database (the history
+    /// included, the lease lock's excluded), then apply all. Destroys data.
     Fresh,
 }
 
@@ -310,7 +315,9 @@ fn rollback_set<'h>(
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum MigrationState {
+    /// Recorded as applied, and its file is unchanged.
     Applied,
+    /// Not recorded: the next `migrate` applies it.
     Pending,
     /// Recorded as applied, but its file is gone.
     Missing,
@@ -324,11 +331,18 @@ pub enum MigrationState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct MigrationStatus {
+    /// The migration's version.
     pub version: i64,
+    /// Its name: the file's, or the recorded one when the file is missing.
     pub name: String,
+    /// Where it stands between its file and the history.
     pub state: MigrationState,
+    /// The batch it was recorded under; `None` while pending.
     pub batch: Option<i64>,
+    /// When it was recorded (UTC, RFC 3339, by the database's clock); `None` while pending.
     pub applied_at: Option<String>,
+    /// Pending, yet older than the newest applied migration (merged from a branch):
+    /// `migrate` applies it with an `OUT_OF_ORDER` warning, or refuses it with `strict`.
     pub out_of_order: bool,
     /// The file controls its own transaction (see [`Migration::own_transaction`]).
     #[serde(skip_serializing_if = "Option::is_none")]

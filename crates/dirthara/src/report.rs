@@ -13,14 +13,21 @@ pub use crate::step_report::StepReport;
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Operation {
+    /// `migrate`: apply every pending migration.
     #[default]
     Migrate,
+    /// `rollback` (and the CLI's `down`): reverse applied migrations, newest first.
     Rollback,
     /// `to V` / [`Migrator::migrate_to`](crate::Migrator::migrate_to).
     To,
+    /// `refresh`: reverse every applied migration, then apply all, under one lock.
     Refresh,
+    /// `fresh`: drop every table or collection of the history connection's database, then
+    /// apply all.
     Fresh,
+    /// `baseline`: record migrations as applied without running them.
     Baseline,
+    /// `resolve`: record what an operator fixed by hand, or accept a changed checksum.
     Resolve,
 }
 
@@ -62,17 +69,22 @@ impl From<crate::plan::Command> for Operation {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 #[non_exhaustive]
 pub struct RunReport {
+    /// The command that ran.
     pub operation: Operation,
     /// The batch the applied migrations were recorded under (none when nothing was applied).
     pub batch: Option<i64>,
     /// Tables dropped by `fresh`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// Steps reversed, in the order they ran (newest migration first).
     pub reverted: Vec<StepReport>,
+    /// Steps applied, in the order they ran; empty when there was nothing to do.
     pub applied: Vec<StepReport>,
     /// Records written without running a step (`baseline`, `resolve`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recorded: Vec<StepReport>,
+    /// Warnings found while planning (e.g. `OUT_OF_ORDER`); each was also sent as an
+    /// [`Event::Warning`](crate::Event::Warning).
     pub warnings: Vec<Warning>,
     /// How the command was protected: `session`, `lease`, or `off`.
     pub lock: String,
@@ -82,10 +94,16 @@ pub struct RunReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct PreviewStep {
+    /// The migration's version.
     pub version: i64,
+    /// The migration's name.
     pub name: String,
+    /// Whether its up or its down step would run.
     pub direction: Direction,
+    /// The named connection the step would run on.
     pub connection: String,
+    /// Whether the migration may share a transaction with its history record; `false` for a
+    /// `-- dirthara:no-transaction` file, which is bracketed by a `running` record instead.
     pub transactional: bool,
     /// The file controls its own transaction (e.g. "`COMMIT` at line 3 of the up step"): it
     /// runs as written, bracketed by a `running` record.
@@ -94,6 +112,8 @@ pub struct PreviewStep {
     /// A down step that is empty or only comments: nothing will be sent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reverses_nothing: bool,
+    /// An up step for a migration older than the newest applied one (warned as
+    /// `OUT_OF_ORDER`, refused with `strict`).
     pub out_of_order: bool,
     /// The exact text that would run.
     pub sql: String,
@@ -107,15 +127,22 @@ pub const PREVIEW_NOTICE: &str =
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Preview {
+    /// The command previewed.
     pub operation: Operation,
-    /// [`PREVIEW_NOTICE`]: the plan may be stale as soon as it is shown.
+    /// Says that the preview took no lock, so the plan may be stale as soon as it is shown.
     pub notice: String,
     /// The `init_sql` each connection the plan touches runs on every session, by connection.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub init_sql: std::collections::BTreeMap<String, String>,
+    /// True for `fresh`: every table or collection of the history connection's database
+    /// would be dropped before the steps run.
     pub drop_all: bool,
+    /// The batch the applied migrations would be recorded under; `None` when nothing would
+    /// be applied.
     pub batch: Option<i64>,
+    /// The steps, in the order they would run; empty when there is nothing to do.
     pub steps: Vec<PreviewStep>,
+    /// Warnings the command would give (e.g. `OUT_OF_ORDER`).
     pub warnings: Vec<Warning>,
 }
 
@@ -124,8 +151,11 @@ pub struct Preview {
 #[serde(tag = "state", rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum LockState {
+    /// Nobody holds the lock.
     Free,
+    /// Held by a session, or by a lease that has not lapsed.
     Held {
+        /// Who holds it, as far as the database can tell.
         holder: LockHolder,
         /// A lease whose expiry is missing or not a date: held until `unlock --force`.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -133,10 +163,12 @@ pub enum LockState {
     },
     /// A lease whose time ran out: the next runner takes it.
     Stale {
+        /// Who held it last.
         holder: LockHolder,
     },
     /// The backend has no lock of the configured kind (SQLite with `locking = true`).
     Unsupported {
+        /// Why, and which `locking` values work instead.
         reason: String,
     },
     /// Locking is turned off in the configuration.
@@ -145,16 +177,23 @@ pub enum LockState {
     /// could not be read, ...): `status` and `unlock` say so instead of failing;
     /// `unlock --force` fails.
     Unknown {
+        /// The error that stopped the inspection, with its code (`[CODE] message`).
         reason: String,
     },
 }
 
+/// The lock, its strategy and its state, as `status` and `unlock` report it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct LockReport {
+    /// The lock's name, `dirthara:migrations`.
     pub name: String,
+    /// The history connection, where the lock is taken.
     pub connection: String,
+    /// The strategy in force: `session`, `lease`, `off`, or `none` when the backend cannot
+    /// lock as configured.
     pub strategy: String,
+    /// Whether, and by whom, the lock is held.
     #[serde(flatten)]
     pub state: LockState,
 }
@@ -163,7 +202,9 @@ pub struct LockReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct StatusReport {
+    /// Every migration known to the files or the history, in version order.
     pub migrations: Vec<MigrationStatus>,
+    /// The lock's state.
     pub lock: LockReport,
 }
 
@@ -171,6 +212,7 @@ pub struct StatusReport {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ForceUnlockReport {
+    /// The lock as it was found, before it was released.
     pub lock: LockReport,
     /// Sessions terminated / documents deleted; empty when the lock was free.
     pub released: Vec<String>,

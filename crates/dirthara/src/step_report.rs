@@ -10,10 +10,17 @@ use crate::migration::Direction;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct StepReport {
+    /// The migration's version.
     pub version: i64,
+    /// The migration's name.
     pub name: String,
+    /// `up` for a step applied (or recorded as applied), `down` for one reversed (or recorded
+    /// as rolled back).
     pub direction: Direction,
+    /// The named connection the step ran on (the history connection for a record written
+    /// without a step).
     pub connection: String,
+    /// How long the step took, in milliseconds; 0 for a record written without a step.
     pub duration_ms: u64,
     /// A down step that is empty or only comments: recorded as reversed, nothing was sent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]

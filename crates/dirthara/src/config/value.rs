@@ -42,6 +42,7 @@ impl Locking {
 /// How long to wait for a lock another runner holds (`lock_wait`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockWait {
+    /// Until the lock is free: its holder releases it, or its lease lapses.
     Forever,
     /// Up to this long; `Duration::ZERO` fails at once.
     For(Duration),
@@ -77,7 +78,12 @@ pub const MIN_LOCK_TTL: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin<'a> {
     /// `key` in the configuration file `file`: ``dirthara.toml: `lock_ttl` ``.
-    File { file: &'a str, key: &'a str },
+    File {
+        /// The configuration file, as errors name it (its path).
+        file: &'a str,
+        /// The setting's key in that file.
+        key: &'a str,
+    },
     /// An environment variable: `environment variable DIRTHARA_LOCK_TTL`.
     Env(&'a str),
     /// A flag (`--lock-ttl`), or a field set in code (`` `lock_ttl` ``): named as given.

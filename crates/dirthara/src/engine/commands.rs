@@ -175,9 +175,10 @@ impl Migrator {
     /// Adopts another tool's history (`baseline --from <tool>`): under the lock, reads that
     /// tool's history table on the history connection and records every migration it applied
     /// as applied here, with the checksums of the files here, in one batch (in one
-    /// transaction on SQL databases). The other tool's table is left as it was. Refused (see
-    /// [`plan::AdoptionRefusal`]) when dirthara's history already has records, the other
-    /// history has a failed or dirty entry, or an applied version has no file here.
+    /// transaction on SQL databases). The other tool's table is left as it was. Refused with
+    /// `CONFIG_ERROR`, before anything is written, when dirthara's history already has
+    /// records, the other history has a failed or dirty entry, or an applied version has no
+    /// file here.
     ///
     /// # Examples
     ///

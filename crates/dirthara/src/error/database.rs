@@ -22,19 +22,25 @@ pub struct DatabaseError {
     /// The numeric error (MySQL/MariaDB error number, MongoDB error code).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub number: Option<i64>,
+    /// PostgreSQL's DETAIL, e.g. the objects that depend on what a failed `DROP` named.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// PostgreSQL's HINT: the database's own suggestion of a fix.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// Where inside a routine the error arose (PostgreSQL's CONTEXT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub context: Option<String>,
+    /// The constraint that was violated (PostgreSQL).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub constraint: Option<String>,
+    /// The table the error concerns (PostgreSQL).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
+    /// The line in the step's file where the error is (PostgreSQL; MySQL syntax errors).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
+    /// The column on [`line`](DatabaseError::line) (PostgreSQL).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<usize>,
     /// The connection died under the step (server restart, network cut, terminated session).
