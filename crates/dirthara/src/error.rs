@@ -9,88 +9,10 @@ pub use dirthara_source::Problem;
 use crate::migration::{Direction, Migration};
 use crate::step_report::StepReport;
 
+mod code;
 mod database;
+pub use code::Code;
 pub use database::DatabaseError;
-
-/// The stable, documented code of an error or warning (`Error [CODE]: ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Code {
-    /// `MIGRATION_LOCK_HELD`: another runner holds the lock, and the wait was zero or ran out.
-    MigrationLockHeld,
-    /// `MIGRATION_LOCK_FAILED`: taking or releasing the lock failed, or the backend cannot
-    /// lock (SQLite with `locking = true`).
-    MigrationLockFailed,
-    /// `LOCK_LEASE_LOST`: the lease or session lock was lost during the run, which stopped
-    /// before the next migration.
-    LockLeaseLost,
-    /// Warning `LOCK_LEASE_EXPIRED`: at release the lease was no longer ours; the run itself
-    /// succeeded.
-    LockLeaseExpired,
-    /// `INTERRUPTED`: a shutdown signal arrived; the running migration was finished and
-    /// recorded, the rest left undone.
-    Interrupted,
-    /// `OUT_OF_ORDER`: a pending migration is older than the newest applied one. A warning,
-    /// or an error with [`Config::strict`](crate::Config::strict).
-    OutOfOrder,
-    /// `MIGRATION_FAILED`: a migration's step failed on the database.
-    MigrationFailed,
-    /// `DIRTY_MIGRATION`: an earlier run died inside a migration that could not run in a
-    /// transaction, so it may be half-applied; fix it by hand, then `resolve` it.
-    DirtyMigration,
-    /// `CHECKSUM_MISMATCH`: an applied migration's file changed after it was applied.
-    ChecksumMismatch,
-    /// `MISSING_MIGRATION`: the history records a migration that has no file any more.
-    MissingMigration,
-    /// `IRREVERSIBLE_MIGRATION`: a migration that must be reversed has no down step.
-    IrreversibleMigration,
-    /// `UNKNOWN_VERSION`: a target version names no known migration.
-    UnknownVersion,
-    /// `INVALID_MIGRATION`: migration files (or embedded migrations) are malformed; nothing
-    /// was touched.
-    InvalidMigration,
-    /// `CONFIG_ERROR`: the configuration is unusable.
-    ConfigError,
-    /// `CONNECTION_ERROR`: a database could not be reached, even after retrying for
-    /// [`Config::connect_timeout`](crate::Config::connect_timeout).
-    ConnectionError,
-    /// `HISTORY_ERROR`: the history is unreadable, not dirthara's, or written by a newer
-    /// dirthara.
-    HistoryError,
-    /// Warning: something in a migration directory looks like a migration but was not loaded.
-    SkippedFile,
-}
-
-impl Code {
-    /// The code as printed: `MIGRATION_LOCK_HELD`, `CHECKSUM_MISMATCH`, ...
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Code::MigrationLockHeld => "MIGRATION_LOCK_HELD",
-            Code::MigrationLockFailed => "MIGRATION_LOCK_FAILED",
-            Code::LockLeaseLost => "LOCK_LEASE_LOST",
-            Code::LockLeaseExpired => "LOCK_LEASE_EXPIRED",
-            Code::Interrupted => "INTERRUPTED",
-            Code::OutOfOrder => "OUT_OF_ORDER",
-            Code::MigrationFailed => "MIGRATION_FAILED",
-            Code::DirtyMigration => "DIRTY_MIGRATION",
-            Code::ChecksumMismatch => "CHECKSUM_MISMATCH",
-            Code::MissingMigration => "MISSING_MIGRATION",
-            Code::IrreversibleMigration => "IRREVERSIBLE_MIGRATION",
-            Code::UnknownVersion => "UNKNOWN_VERSION",
-            Code::InvalidMigration => "INVALID_MIGRATION",
-            Code::ConfigError => "CONFIG_ERROR",
-            Code::ConnectionError => "CONNECTION_ERROR",
-            Code::HistoryError => "HISTORY_ERROR",
-            Code::SkippedFile => "SKIPPED_FILE",
-        }
-    }
-}
-
-impl fmt::Display for Code {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What went wrong, with the facts a caller needs to act on it.
 #[derive(Debug, Clone, PartialEq, Eq)]
