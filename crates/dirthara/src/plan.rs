@@ -16,7 +16,7 @@ mod adoption;
 mod records;
 pub use adoption::{plan_adoption, AdoptionPlan, ForeignFailure, ForeignHistory, Through};
 pub use records::Resolution;
-pub(crate) use records::{plan_baseline, plan_resolution, Recording};
+pub(crate) use records::{plan_baseline, plan_resolution, recorded_without_running, Recording};
 
 /// What a rollback reverses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

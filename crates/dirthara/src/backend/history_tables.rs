@@ -22,11 +22,6 @@ pub(crate) trait HistoryTables: Send {
     async fn existing(&mut self) -> Result<(bool, bool)>;
     /// The meta table's layout version (an error when it has none).
     async fn layout_version(&mut self) -> Result<i64>;
-    /// The layout when both tables are there, asked in one round trip; `None` when either is
-    /// missing or unreadable (the caller then looks step by step, which says what is wrong).
-    async fn probe_layout(&mut self) -> Option<i64> {
-        None
-    }
     /// The layout and every record when both tables are there, in one round trip; `None`
     /// when either is missing or unreadable (or the backend cannot ask both at once).
     async fn probe_and_select(&mut self) -> Option<(i64, Vec<AppliedMigration>)> {
@@ -36,6 +31,24 @@ pub(crate) trait HistoryTables: Send {
     async fn create_history(&mut self) -> Result<()>;
     /// Every record, in version order.
     async fn select(&mut self) -> Result<Vec<AppliedMigration>>;
+    /// What this connection has found out about its history so far.
+    fn known(&mut self) -> &mut Known;
+}
+
+/// The history, or `None` when there is none yet; creates nothing.
+pub(crate) async fn read(tables: &mut dyn HistoryTables) -> Result<Option<Vec<AppliedMigration>>> {
+    let mut known = std::mem::take(tables.known());
+    let read = known.read(tables).await;
+    *tables.known() = known;
+    read
+}
+
+/// Creates what is missing (under the lock), or checks what is there; returns the records.
+pub(crate) async fn prepare(tables: &mut dyn HistoryTables) -> Result<Vec<AppliedMigration>> {
+    let mut known = std::mem::take(tables.known());
+    let prepared = known.prepare(tables).await;
+    *tables.known() = known;
+    prepared
 }
 
 /// Whether this connection has found its history present and understood.
@@ -51,7 +64,7 @@ impl Known {
     }
 
     /// The history, or `None` when there is none yet; creates nothing.
-    pub(crate) async fn read(
+    async fn read(
         &mut self,
         tables: &mut dyn HistoryTables,
     ) -> Result<Option<Vec<AppliedMigration>>> {
@@ -76,25 +89,18 @@ impl Known {
 
     /// Creates what is missing (under the lock), or checks what is there, and returns the
     /// records: every run after the first asks for the layout and the records at once.
-    pub(crate) async fn prepare(
-        &mut self,
-        tables: &mut dyn HistoryTables,
-    ) -> Result<Vec<AppliedMigration>> {
+    async fn prepare(&mut self, tables: &mut dyn HistoryTables) -> Result<Vec<AppliedMigration>> {
         if self.ready {
             return tables.select().await;
         }
         let (connection, table) = tables.names();
         let (connection, table) = (connection.to_string(), table.to_string());
-        // The usual case, every run after the first: both tables are there.
+        // The usual case, every run after the first: both tables are there. When they are but
+        // this fails (a malformed record), the look below says exactly what is wrong.
         if let Some((layout, records)) = tables.probe_and_select().await {
             check_layout(&connection, &table, layout)?;
             self.ready = true;
             return Ok(records);
-        }
-        if let Some(layout) = tables.probe_layout().await {
-            check_layout(&connection, &table, layout)?;
-            self.ready = true;
-            return tables.select().await;
         }
         let (history, meta) = tables.existing().await?;
         match (history, meta) {

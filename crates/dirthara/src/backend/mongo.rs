@@ -13,7 +13,7 @@ use mongodb::error::ErrorKind as MongoErrorKind;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, ClientSession, Database};
 
-use super::history_tables::Known;
+use super::history_tables::{self, Known};
 use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest};
 use super::{Step, StepBody, StepFailure};
 use crate::code::{Connection, RustMigration};
@@ -164,17 +164,11 @@ impl Backend for MongoBackend {
     }
 
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
-        let mut known = std::mem::take(&mut self.known);
-        let read = known.read(self).await;
-        self.known = known;
-        read
+        history_tables::read(self).await
     }
 
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
-        let mut known = std::mem::take(&mut self.known);
-        let prepared = known.prepare(self).await;
-        self.known = known;
-        prepared
+        history_tables::prepare(self).await
     }
 
     /// A step declared `"transaction": true` commits with its record.

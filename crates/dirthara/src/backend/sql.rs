@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 
-use super::history_tables::Known;
+use super::history_tables::{self, Known};
 use super::{database_message, Backend, BackendKind, ConnectRequest, Step};
 use super::{StepBody, StepFailure};
 use crate::code::Connection;
@@ -148,17 +148,11 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
-        let mut known = std::mem::take(&mut self.known);
-        let read = known.read(self).await;
-        self.known = known;
-        read
+        history_tables::read(self).await
     }
 
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
-        let mut known = std::mem::take(&mut self.known);
-        let prepared = known.prepare(self).await;
-        self.known = known;
-        prepared
+        history_tables::prepare(self).await
     }
 
     fn transactional_ddl(&self) -> bool {

@@ -30,6 +30,9 @@ pub(super) struct Session<'m> {
     /// step), not yet written. It goes out with the next step's `running` marker, in one
     /// transaction, or alone when the loop ends however it ends; see [`Session::folds_records`].
     pub(super) unrecorded: Option<HistoryChange>,
+    /// `host:pid dirthara/x.y.z`, written into every record this session makes: asked of the
+    /// system once, not once per migration.
+    pub(super) applied_by: String,
 }
 
 impl<'m> Session<'m> {
@@ -64,6 +67,7 @@ impl<'m> Session<'m> {
                 lock,
                 completed: Vec::new(),
                 unrecorded: None,
+                applied_by: runner_identity(),
             }),
             Err(error) => {
                 history.close().await;
@@ -274,8 +278,7 @@ impl<'m> Session<'m> {
         report: &mut RunReport,
     ) -> Result<()> {
         let applied = self.history.prepare_history().await?;
-        let (batch, records) =
-            plan::plan_baseline(available, &applied, version, &runner_identity())?;
+        let (batch, records) = plan::plan_baseline(available, &applied, version, &self.applied_by)?;
         self.write_records(&records).await?;
         if !records.is_empty() {
             report.batch = Some(batch);
@@ -326,17 +329,8 @@ impl<'m> Session<'m> {
             return Ok(report);
         }
         self.history.prepare_history().await?;
-        let applied_by = runner_identity();
         let changes: Vec<HistoryChange> = (planned.records.iter())
-            .map(|m| HistoryChange::Insert {
-                version: m.version,
-                name: m.name.clone(),
-                checksum: m.checksum().to_string(),
-                batch: planned.batch,
-                state: crate::history::RecordState::Applied,
-                duration_ms: Some(0),
-                applied_by: applied_by.clone(),
-            })
+            .map(|m| plan::recorded_without_running(m, planned.batch, &self.applied_by))
             .collect();
         self.ensure_lock(None).await?;
         // One transaction on SQL databases: the whole adoption or nothing.

@@ -7,7 +7,7 @@ use super::session::Session;
 use crate::backend::{Step, StepBody, StepFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
-use crate::history::{runner_identity, HistoryChange, RecordState};
+use crate::history::{HistoryChange, RecordState};
 use crate::migration::{Direction, StepFormat};
 use crate::plan::PlannedStep;
 use crate::report::StepReport;
@@ -46,7 +46,7 @@ impl Session<'_> {
                 batch,
                 state: RecordState::Applied,
                 duration_ms: None,
-                applied_by: runner_identity(),
+                applied_by: self.applied_by.clone(),
             },
             Direction::Down => HistoryChange::Delete {
                 version: migration.version,

@@ -48,18 +48,28 @@ pub(crate) fn plan_baseline<'a>(
             version: m.version,
             name: &m.name,
             direction: Direction::Up,
-            change: HistoryChange::Insert {
-                version: m.version,
-                name: m.name.clone(),
-                checksum: m.checksum().to_string(),
-                batch,
-                state: RecordState::Applied,
-                duration_ms: Some(0),
-                applied_by: applied_by.to_string(),
-            },
+            change: recorded_without_running(m, batch, applied_by),
         })
         .collect();
     Ok((batch, records))
+}
+
+/// The record of a migration marked applied without running it (`baseline`, and adopting
+/// another tool's history): the file's checksum, and no duration.
+pub(crate) fn recorded_without_running(
+    migration: &Migration,
+    batch: i64,
+    applied_by: &str,
+) -> HistoryChange {
+    HistoryChange::Insert {
+        version: migration.version,
+        name: migration.name.clone(),
+        checksum: migration.checksum().to_string(),
+        batch,
+        state: RecordState::Applied,
+        duration_ms: Some(0),
+        applied_by: applied_by.to_string(),
+    }
 }
 
 /// `resolve <version> --applied | --rolled-back | --accept-checksum`: the one change to

@@ -6,7 +6,7 @@ use mongodb::bson::{doc, Bson, DateTime, Document};
 use mongodb::ClientSession;
 
 use super::MongoBackend;
-use crate::backend::history_tables::HistoryTables;
+use crate::backend::history_tables::{HistoryTables, Known};
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
 
@@ -63,6 +63,10 @@ impl HistoryTables for MongoBackend {
             .create_collection(&self.table)
             .await
             .map_err(|e| self.error(e))
+    }
+
+    fn known(&mut self) -> &mut Known {
+        &mut self.known
     }
 
     async fn select(&mut self) -> Result<Vec<AppliedMigration>> {

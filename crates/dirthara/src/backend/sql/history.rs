@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::{Dialect, SqlBackend, SqlDriver};
-use crate::backend::history_tables::HistoryTables;
+use crate::backend::history_tables::{HistoryTables, Known};
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, RecordState};
 
@@ -27,21 +27,6 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
                 .any(|r| r.first().and_then(|c| c.as_deref()) == Some(name))
         };
         Ok((has(&self.names.table), has(&meta)))
-    }
-
-    /// The meta table's layout row, and an empty read of the history table that fails if it
-    /// is missing, in one round trip.
-    async fn probe_layout(&mut self) -> Option<i64> {
-        let sql = format!(
-            "{}; SELECT 1 FROM {} WHERE 1 = 0",
-            self.driver.dialect().layout_sql(&self.names),
-            self.names.history
-        );
-        let rows = self.driver.fetch_text(&sql).await.ok()?;
-        match rows.as_slice() {
-            [row] => row.first()?.as_deref()?.parse().ok(),
-            _ => None,
-        }
     }
 
     /// The layout row, then every record: the layout's one column tells its row apart.
@@ -96,6 +81,10 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             .execute(&sql)
             .await
             .map_err(|e| self.history_error(e))
+    }
+
+    fn known(&mut self) -> &mut Known {
+        &mut self.known
     }
 
     async fn select(&mut self) -> Result<Vec<AppliedMigration>> {
