@@ -67,7 +67,10 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
             m.name,
             m.up(),
             match &m.down {
-                Some(down) => format!("::core::option::Option::Some({down:?})"),
+                Some(down) => format!(
+                    "::core::option::Option::Some(({:?}, {}))",
+                    down.text, down.transactional
+                ),
                 None => "::core::option::Option::None".to_string(),
             },
             m.transactional,

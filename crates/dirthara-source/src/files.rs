@@ -18,7 +18,7 @@ pub use crate::directives::{parse_directives, valid_connection_name, Header};
 pub use crate::names::check_name;
 
 pub use crate::layout::Layout;
-use crate::migration::{Migration, StepFormat};
+use crate::migration::{DownSteps, Migration, StepFormat};
 use crate::names::Role;
 use crate::{Problem, SourceError};
 
@@ -99,12 +99,22 @@ pub fn load_directories_reporting(directories: &[PathBuf]) -> Result<Loaded> {
 /// [`load_directories_reporting`] with each directory's layout: `None` detects it from the
 /// files (a directory mixing layouts is refused, naming the files), `Some` requires it.
 pub fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
+    load_sources_with(sources, DownSteps::Read)
+}
+
+/// [`load_sources`], reading the down steps or not. With [`DownSteps::Skip`] a down file is
+/// still listed and paired with its up step (a down without an up, or beside an up-only
+/// file, is refused), but never opened.
+pub fn load_sources_with(
+    sources: &[(PathBuf, Option<Layout>)],
+    downs: DownSteps,
+) -> Result<Loaded> {
     let mut findings = Findings::default();
     let mut parts = Vec::new();
     for (dir, layout) in sources {
         parts.extend(scan_directory(dir, *layout, &mut findings)?);
     }
-    let migrations = assemble(parts, &mut findings);
+    let migrations = assemble(parts, downs, &mut findings);
     if findings.problems.is_empty() {
         Ok(Loaded {
             migrations,

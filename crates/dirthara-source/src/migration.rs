@@ -46,26 +46,82 @@ pub struct Migration {
     /// The forward step (SQL text). Private with the checksum: the checksum is always the
     /// one of this text.
     pub(crate) up: String,
-    /// The reverse step; `None` makes the migration irreversible.
-    pub down: Option<String>,
-    /// Hex SHA-256 of the normalised up text; see [`checksum`].
-    pub(crate) checksum: String,
-    /// Whether the step and its history record may share one transaction.
+    /// The reverse step; `None` makes the migration irreversible (or, with `down_unread`,
+    /// was not looked at).
+    pub down: Option<DownStep>,
+    /// Loaded for a command that never reverses (`DownSteps::Skip`): the down file was
+    /// not read, so `down` is `None` whatever the files hold.
+    pub down_unread: bool,
+    /// Hex SHA-256 of the normalised up text (see [`checksum`]), computed when first asked:
+    /// only a migration that has a history record or is about to be applied needs it.
+    pub(crate) checksum: LazyChecksum,
+    /// Whether the up step may share one transaction with its history record. The down
+    /// step says so for itself ([`DownStep::transactional`]).
     pub transactional: bool,
     /// The named connection the steps run on.
     pub connection: String,
     /// Where it came from (a file path), for messages.
     pub origin: String,
     pub format: StepFormat,
-    /// The file controls its own transaction (a top-level `BEGIN`, `COMMIT`, ... found by
-    /// the SQL tokenizer), described as e.g. `COMMIT at line 3`: it runs exactly as written,
-    /// never wrapped, and is bracketed by a `running` record. Set by the runner, which knows
-    /// each connection's SQL dialect.
+    /// The up step controls its own transaction (a top-level `BEGIN`, `COMMIT`, ... found by
+    /// the SQL tokenizer), described as e.g. `` `COMMIT` at line 3 of the up step``: it runs
+    /// exactly as written, never wrapped, and is bracketed by a `running` record. Set by the
+    /// runner, which knows each connection's SQL dialect.
     pub own_transaction: Option<String>,
-    /// The down step is empty or only comments: a deliberate "reverses nothing". Set by the
-    /// runner; such a step is recorded without sending anything.
-    pub down_is_blank: bool,
 }
+
+/// Whether a loading run reads the down steps.
+///
+/// A command that never reverses anything (`migrate`, `fresh`, `status`) has no use for them:
+/// skipping them halves the files a no-op start-up opens. A broken down file is then reported
+/// by the first command that can reverse, still before anything runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DownSteps {
+    /// Read and validate every down step.
+    #[default]
+    Read,
+    /// Leave down files unread; every migration comes back with `down_unread` set.
+    Skip,
+}
+
+/// A migration's reverse step, and how it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DownStep {
+    /// SQL text, or JSON commands.
+    pub text: String,
+    /// Whether it may share one transaction with its history record.
+    pub transactional: bool,
+    /// The step controls its own transaction; see [`Migration::own_transaction`].
+    pub own_transaction: Option<String>,
+    /// Empty or only comments: a deliberate "reverses nothing", recorded without sending
+    /// anything. Set by the runner.
+    pub is_blank: bool,
+}
+
+impl DownStep {
+    /// A transactional down step of `text`.
+    pub fn new(text: impl Into<String>) -> Self {
+        DownStep {
+            text: text.into(),
+            transactional: true,
+            own_transaction: None,
+            is_blank: false,
+        }
+    }
+}
+
+/// A checksum computed once, when first asked. It is a function of the up text, which
+/// `Migration`'s equality already compares, so it never makes two migrations unequal.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LazyChecksum(std::sync::OnceLock<String>);
+
+impl PartialEq for LazyChecksum {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for LazyChecksum {}
 
 impl Migration {
     /// A migration from its parts; the checksum is computed from `up`.
@@ -76,14 +132,14 @@ impl Migration {
             version,
             origin: format!("{version}_{name}"),
             name,
-            checksum: checksum(&up),
+            checksum: LazyChecksum::default(),
             up,
             down: None,
+            down_unread: false,
             transactional: true,
             connection: DEFAULT_CONNECTION.to_string(),
             format: StepFormat::Sql,
             own_transaction: None,
-            down_is_blank: false,
         }
     }
 
@@ -94,7 +150,7 @@ impl Migration {
         version: i64,
         name: &str,
         up: &str,
-        down: Option<&str>,
+        down: Option<(&str, bool)>,
         transactional: bool,
         connection: &str,
         format: StepFormat,
@@ -103,15 +159,18 @@ impl Migration {
         Migration {
             version,
             name: name.to_string(),
-            checksum: checksum(up),
+            checksum: LazyChecksum::default(),
             up: up.to_string(),
-            down: down.map(str::to_string),
+            down: down.map(|(text, transactional)| DownStep {
+                transactional,
+                ..DownStep::new(text)
+            }),
+            down_unread: false,
             transactional,
             connection: connection.to_string(),
             origin: origin.to_string(),
             format,
             own_transaction: None,
-            down_is_blank: false,
         }
     }
 
@@ -123,18 +182,36 @@ impl Migration {
     /// Hex SHA-256 of the normalised up text (see [`checksum`]): what the history records,
     /// and what an applied migration's file is checked against.
     pub fn checksum(&self) -> &str {
-        &self.checksum
+        self.checksum.0.get_or_init(|| checksum(&self.up))
     }
 
+    /// Adds a transactional down step of `down`.
     pub fn with_down(mut self, down: impl Into<String>) -> Self {
-        self.down = Some(down.into());
+        self.down = Some(DownStep::new(down));
         self
     }
 
+    /// The text `direction` runs, if the migration has that step.
     pub fn step(&self, direction: Direction) -> Option<&str> {
         match direction {
             Direction::Up => Some(&self.up),
-            Direction::Down => self.down.as_deref(),
+            Direction::Down => self.down.as_ref().map(|down| down.text.as_str()),
+        }
+    }
+
+    /// Whether the `direction` step may share one transaction with its history record.
+    pub fn transactional_in(&self, direction: Direction) -> bool {
+        match direction {
+            Direction::Up => self.transactional,
+            Direction::Down => self.down.as_ref().is_some_and(|down| down.transactional),
+        }
+    }
+
+    /// How the `direction` step controls its own transaction, if it does.
+    pub fn own_transaction_in(&self, direction: Direction) -> Option<&str> {
+        match direction {
+            Direction::Up => self.own_transaction.as_deref(),
+            Direction::Down => self.down.as_ref()?.own_transaction.as_deref(),
         }
     }
 }

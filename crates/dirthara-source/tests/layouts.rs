@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use dirthara_source::files::{load_directories, load_sources, Layout};
-use dirthara_source::migration::Migration;
+use dirthara_source::migration::{Direction, Migration};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,8 +19,9 @@ fn essence(m: &Migration) -> impl PartialEq + std::fmt::Debug + '_ {
         m.version,
         m.name.as_str(),
         m.up(),
-        m.down.as_deref(),
+        m.step(Direction::Down),
         m.transactional,
+        m.transactional_in(Direction::Down),
         m.checksum(),
         m.format,
     )
@@ -31,7 +32,7 @@ fn every_layout_loads_to_the_same_migrations_as_its_plain_twin() {
     let plain = load_directories(&[fixture("plain")]).unwrap();
     assert_eq!(plain.len(), 3);
     assert_eq!(
-        plain[1].down.as_deref(),
+        plain[1].step(Direction::Down),
         Some("-- nothing to undo: the rows may stay\n")
     );
     assert_eq!(plain[2].down, None);
@@ -77,6 +78,13 @@ fn native_transaction_switches_turn_the_transaction_off() {
         let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
         assert!(!loaded[0].transactional, "{contents}");
         assert_eq!(loaded[0].up(), "CREATE INDEX i ON t (a);\n");
+        // goose's switch is the file's, both steps; dbmate's is the section's.
+        let down_transactional = loaded[0].down.as_ref().map(|d| d.transactional);
+        let expected = match contents.contains("+goose") {
+            true => Some(false),
+            false => contents.contains("migrate:down").then_some(true),
+        };
+        assert_eq!(down_transactional, expected, "{contents}");
     }
 }
 

@@ -3,7 +3,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use dirthara_source::files::{load_directories, load_directories_reporting};
+use dirthara_source::files::{load_directories, load_directories_reporting, load_sources_with};
+use dirthara_source::migration::{Direction, DownSteps};
 use dirthara_source::SourceError;
 
 fn write(dir: &Path, name: &str, contents: impl AsRef<[u8]>) {
@@ -105,7 +106,7 @@ fn blank_down_steps_are_accepted_as_reversing_nothing() {
     write(d, "4_d.up.json", "[{\"create\": \"d\"}]");
     write(d, "4_d.down.json", "\n");
     let loaded = load_directories(&[d.to_path_buf()]).unwrap();
-    let downs: Vec<Option<&str>> = loaded.iter().map(|m| m.down.as_deref()).collect();
+    let downs: Vec<Option<&str>> = loaded.iter().map(|m| m.step(Direction::Down)).collect();
     assert_eq!(
         downs,
         [
@@ -116,6 +117,56 @@ fn blank_down_steps_are_accepted_as_reversing_nothing() {
         ]
     );
     assert!(loaded.iter().all(|m| m.transactional || m.version >= 3));
+}
+
+#[test]
+fn skipping_down_steps_leaves_their_files_unread_but_still_pairs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "1_a.up.sql",
+        "-- dirthara:no-transaction\nCREATE INDEX i ON t (a);",
+    );
+    // Were it read, each of these would be refused.
+    write(d, "1_a.down.sql", b"DROP INDEX \xe9;");
+    write(d, "2_b.up.sql", "SELECT 1;");
+    write(d, "2_b.down.sql", "-- dirthara:no-transactions\nSELECT 1;");
+    let sources = [(d.to_path_buf(), None)];
+
+    let loaded = load_sources_with(&sources, DownSteps::Skip)
+        .unwrap()
+        .migrations;
+    assert_eq!(loaded.len(), 2);
+    for m in &loaded {
+        assert!(m.down.is_none() && m.down_unread, "{m:?}");
+    }
+    assert!(!loaded[0].transactional);
+    assert!(loaded[1].transactional);
+
+    // Reading them finds both problems.
+    let reasons: Vec<String> = match load_sources_with(&sources, DownSteps::Read) {
+        Err(SourceError::Invalid(problems)) => problems.into_iter().map(|p| p.reason).collect(),
+        other => panic!("expected problems, got {other:?}"),
+    };
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+
+    // What the listing alone shows is refused either way.
+    write(d, "3_orphan.down.sql", "SELECT 1;");
+    write(d, "4_x.sql", "SELECT 1;");
+    write(d, "4_x.down.sql", "SELECT 1;");
+    fs::remove_file(d.join("1_a.down.sql")).unwrap();
+    fs::remove_file(d.join("2_b.down.sql")).unwrap();
+    match load_sources_with(&sources, DownSteps::Skip) {
+        Err(SourceError::Invalid(problems)) => {
+            let files: Vec<_> = problems
+                .iter()
+                .map(|p| p.file.file_name().unwrap())
+                .collect();
+            assert_eq!(files, ["3_orphan.down.sql", "4_x.down.sql"], "{problems:?}");
+        }
+        other => panic!("expected problems, got {other:?}"),
+    }
 }
 
 #[test]

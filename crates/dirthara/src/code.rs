@@ -117,6 +117,9 @@ pub(crate) fn describe(code: &dyn RustMigration) -> Migration {
         migration = migration.with_down(text("down"));
     }
     migration.transactional = code.transactional();
+    if let Some(down) = &mut migration.down {
+        down.transactional = code.transactional();
+    }
     migration.connection = code.connection().to_string();
     migration.format = StepFormat::Rust;
     migration.origin = format!("Rust migration {} ({})", code.version(), code.name());

@@ -25,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventSink;
 use crate::history::AppliedMigration;
 use crate::lock::{resolve_strategy, Primitive, Strategy, LOCK_NAME};
-use crate::migration::Migration;
+use crate::migration::{DownSteps, Migration};
 use crate::plan::PlanOptions;
 
 /// Runs migrations. Cheap to build; every operation opens and closes its own connections.
@@ -203,6 +203,7 @@ impl Migrator {
     async fn load_and_connect(
         &self,
         operation: &str,
+        downs: DownSteps,
         runs_steps: bool,
     ) -> Result<(Vec<Migration>, Strategy, Box<dyn Backend>)> {
         let kind = self.checked();
@@ -215,7 +216,8 @@ impl Migrator {
             Ok((kind, Ok(strategy))) if kind.is_server() => {
                 let loader = self.clone();
                 let loading = async {
-                    let loaded = tokio::task::spawn_blocking(move || loader.load()).await;
+                    let loaded =
+                        tokio::task::spawn_blocking(move || loader.load_steps(downs)).await;
                     let available = loaded.unwrap_or_else(|panicked| {
                         std::panic::resume_unwind(panicked.into_panic())
                     })?;
@@ -238,7 +240,7 @@ impl Migrator {
             // One after the other, in the order the errors are reported: the files, the
             // configuration, the connections the files name, the lock, the connection.
             _ => {
-                let available = self.load()?;
+                let available = self.load_steps(downs)?;
                 let kind = kind?;
                 if runs_steps {
                     self.check_connections(&available)?;

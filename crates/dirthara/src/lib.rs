@@ -125,7 +125,7 @@ pub use engine::Migrator;
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Event, EventSink, LockHolder, Warning};
 pub use history::{RecordState, DEFAULT_HISTORY_TABLE};
-pub use migration::{checksum, Direction, Migration, StepFormat, DEFAULT_CONNECTION};
+pub use migration::{checksum, Direction, DownStep, Migration, StepFormat, DEFAULT_CONNECTION};
 pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
 pub use redact::redact_url;
 pub use report::{

@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Warning;
 use crate::history::{AppliedMigration, RecordState};
-use crate::migration::{Direction, Migration};
+use crate::migration::{Direction, DownSteps, Migration};
 
 mod adoption;
 mod records;
@@ -52,6 +52,14 @@ pub enum Command {
 }
 
 impl Command {
+    /// The down steps a run of this command reads: none when it never reverses anything.
+    pub(crate) fn down_steps(&self) -> DownSteps {
+        match self {
+            Command::Migrate | Command::Fresh => DownSteps::Skip,
+            Command::Rollback(_) | Command::MigrateTo(_) | Command::Refresh => DownSteps::Read,
+        }
+    }
+
     /// The operation's name, as it appears in lock diagnostics and output.
     pub fn name(&self) -> &'static str {
         match self {
@@ -82,7 +90,13 @@ pub struct PlannedStep<'a> {
 impl PlannedStep<'_> {
     /// A down step that is empty or only comments: recorded without sending anything.
     pub fn reverses_nothing(&self) -> bool {
-        self.direction == Direction::Down && self.migration.down_is_blank
+        self.direction == Direction::Down
+            && (self.migration.down.as_ref()).is_some_and(|down| down.is_blank)
+    }
+
+    /// Whether the step may share one transaction with its history record.
+    pub fn transactional(&self) -> bool {
+        self.migration.transactional_in(self.direction)
     }
 
     /// The SQL (or commands) this step runs.
@@ -173,6 +187,10 @@ pub fn plan<'a>(
     for record in &to_reverse {
         let migration = by_version[&record.version];
         if migration.down.is_none() {
+            debug_assert!(
+                !migration.down_unread,
+                "{command:?} planned a down step on migrations loaded without their down steps"
+            );
             return Err(Error::irreversible(migration));
         }
         steps.push(PlannedStep {
@@ -344,7 +362,7 @@ pub struct MigrationStatus {
     /// Pending, yet older than the newest applied migration (merged from a branch):
     /// `migrate` applies it with an `OUT_OF_ORDER` warning, or refuses it with `strict`.
     pub out_of_order: bool,
-    /// The file controls its own transaction (see [`Migration::own_transaction`]).
+    /// The up step controls its own transaction (see [`Migration::own_transaction`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub own_transaction: Option<String>,
 }

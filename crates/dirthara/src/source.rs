@@ -9,10 +9,15 @@ pub(crate) use dirthara_source::sql;
 use dirthara_source::SourceError;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::migration::DownSteps;
 
-/// Loads directories with their layouts (`None`: detected from the files).
-pub(crate) fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
-    dirthara_source::files::load_sources(sources).map_err(Error::from)
+/// Loads directories with their layouts (`None`: detected from the files), reading their
+/// down steps or not.
+pub(crate) fn load_sources(
+    sources: &[(PathBuf, Option<Layout>)],
+    downs: DownSteps,
+) -> Result<Loaded> {
+    dirthara_source::files::load_sources_with(sources, downs).map_err(Error::from)
 }
 
 impl From<SourceError> for Error {

@@ -98,6 +98,92 @@ fn a_non_utf8_migration_file_is_refused() {
 }
 
 #[test]
+fn a_broken_down_file_is_refused_by_the_commands_that_reverse_and_never_read_by_the_others() {
+    let p = Project::new();
+    p.table_migration(1, "create_a", "a");
+    p.migration("2_b.up.sql", "CREATE TABLE b (id INT);\n");
+    p.migration("2_b.down.sql", b"DROP TABLE b; -- caf\xe9\n".as_slice());
+    // Neither migrate nor status needs a down step: they run as if it were fine.
+    p.unlocked(DB, &["preview", "migrate"]).success();
+    p.unlocked(DB, &["migrate"]).success();
+    p.unlocked(DB, &["status"]).success();
+    assert_eq!(states(&p), st(&[(1, "applied"), (2, "applied")]));
+    // Every command that may reverse reads it, and refuses before changing anything.
+    for args in [
+        &["rollback"][..],
+        &["down"],
+        &["to", "1"],
+        &["refresh"],
+        &["preview", "rollback"],
+    ] {
+        p.unlocked(DB, args)
+            .error("INVALID_MIGRATION")
+            .stderr_has("2_b.down.sql")
+            .stderr_has("not valid UTF-8");
+        assert_eq!(
+            states(&p),
+            st(&[(1, "applied"), (2, "applied")]),
+            "{args:?}"
+        );
+    }
+    p.migration("2_b.down.sql", "DROP TABLE b;\n");
+    p.unlocked(DB, &["rollback"]).success();
+    assert_eq!(states(&p), st(&[(1, "pending"), (2, "pending")]));
+}
+
+#[test]
+fn each_step_runs_in_a_transaction_unless_its_own_file_says_otherwise() {
+    let p = Project::new();
+    // The down step cannot run in a transaction; the up step can, and does.
+    p.reversible(
+        1,
+        "create_a",
+        "CREATE TABLE a (id INT);\n",
+        "-- dirthara:no-transaction\nDROP TABLE a;\n",
+    );
+    p.reversible(
+        2,
+        "create_b",
+        "CREATE TABLE b (id INT);\n",
+        "BEGIN;\nDROP TABLE b;\nCOMMIT;\n",
+    );
+    let preview = p.unlocked(DB, &["preview", "migrate", "--output", "json"]);
+    let steps = preview.success().json()["steps"].clone();
+    for step in steps.as_array().unwrap() {
+        assert_eq!(step["transactional"], true, "{step}");
+        assert!(step.get("own_transaction").is_none(), "{step}");
+    }
+    p.unlocked(DB, &["migrate"]).success();
+    let preview = p.unlocked(DB, &["preview", "refresh", "--output", "json"]);
+    let steps = preview.success().json()["steps"].clone();
+    let modes: Vec<_> = (steps.as_array().unwrap().iter())
+        .map(|s| {
+            (
+                s["direction"].clone(),
+                s["version"].clone(),
+                s["transactional"].clone(),
+            )
+        })
+        .collect();
+    let (up, down) = ("up", "down");
+    assert_eq!(
+        modes,
+        [
+            (down.into(), 2.into(), false.into()),
+            (down.into(), 1.into(), false.into()),
+            (up.into(), 1.into(), true.into()),
+            (up.into(), 2.into(), true.into()),
+        ]
+    );
+    assert_eq!(
+        steps[0]["own_transaction"], "`BEGIN` at line 1 of the down step",
+        "{steps}"
+    );
+    p.unlocked(DB, &["refresh"]).success();
+    assert_eq!(states(&p), st(&[(1, "applied"), (2, "applied")]));
+}
+
+#[test]
 fn version_0_is_a_real_migration_and_to_0_keeps_it() {
     let p = Project::new();
     p.table_migration(0, "create_z", "z");

@@ -8,11 +8,15 @@ use super::read::read_text;
 use super::{Findings, Part};
 use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
-use crate::migration::{checksum, Migration, StepFormat, DEFAULT_CONNECTION};
+use crate::migration::{DownStep, DownSteps, Migration, StepFormat, DEFAULT_CONNECTION};
 use crate::names::Role;
 
 /// Groups parts by version, pairs ups with downs, and reports every inconsistency.
-pub(super) fn assemble(parts: Vec<Part>, findings: &mut Findings) -> Vec<Migration> {
+pub(super) fn assemble(
+    parts: Vec<Part>,
+    downs: DownSteps,
+    findings: &mut Findings,
+) -> Vec<Migration> {
     let mut by_version: BTreeMap<i64, (Option<Part>, Option<Part>)> = BTreeMap::new();
     for part in parts {
         let slot = by_version.entry(part.version).or_default();
@@ -47,7 +51,7 @@ pub(super) fn assemble(parts: Vec<Part>, findings: &mut Findings) -> Vec<Migrati
             }
             (None, None) => continue,
         };
-        if let Some(migration) = build(version, up, down, findings) {
+        if let Some(migration) = build(version, up, down, downs, findings) {
             migrations.push(migration);
         }
     }
@@ -59,6 +63,7 @@ fn build(
     version: i64,
     mut up: Part,
     mut down: Option<Part>,
+    downs: DownSteps,
     findings: &mut Findings,
 ) -> Option<Migration> {
     let before = findings.problems.len();
@@ -85,24 +90,17 @@ fn build(
         }
     }
     let up_text = read_step(&mut up, false, findings);
-    let down_text = down.as_mut().and_then(|d| read_step(d, true, findings));
+    let down_text = (down.as_mut())
+        .filter(|_| downs == DownSteps::Read)
+        .and_then(|d| read_step(d, true, findings));
     let (up_text, up_header) = up_text?;
-    let mut migration = Migration {
-        version,
-        checksum: checksum(&up_text),
-        up: up_text,
-        down: None,
-        transactional: !up_header.no_transaction,
-        connection: up_header
-            .connection
-            .clone()
-            .unwrap_or_else(|| DEFAULT_CONNECTION.to_string()),
-        origin: up.path.display().to_string(),
-        format: up.format,
-        name: up.name,
-        own_transaction: None,
-        down_is_blank: false,
-    };
+    let mut migration = Migration::new(version, up.name, up_text);
+    migration.transactional = !up_header.no_transaction;
+    migration.connection =
+        (up_header.connection.clone()).unwrap_or_else(|| DEFAULT_CONNECTION.to_string());
+    migration.origin = up.path.display().to_string();
+    migration.format = up.format;
+    migration.down_unread = downs == DownSteps::Skip;
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {
             findings.problem(
@@ -115,8 +113,10 @@ fn build(
                 ),
             );
         }
-        migration.transactional &= !down_header.no_transaction;
-        migration.down = Some(down_text);
+        migration.down = Some(DownStep {
+            transactional: !down_header.no_transaction,
+            ..DownStep::new(down_text)
+        });
     }
     (findings.problems.len() == before).then_some(migration)
 }

@@ -5,6 +5,7 @@ use super::session::Session;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::error::Result;
+use crate::migration::DownSteps;
 use crate::plan::{Command, Resolution, RollbackScope};
 use crate::report::{Operation, RunReport};
 
@@ -123,7 +124,9 @@ impl Migrator {
 
     /// Runs any planned command under the lock.
     pub async fn run(&self, command: Command) -> Result<RunReport> {
-        let (available, strategy, history) = self.load_and_connect(command.name(), true).await?;
+        let (available, strategy, history) = self
+            .load_and_connect(command.name(), command.down_steps(), true)
+            .await?;
         let mut session = Session::open(self, command.name(), strategy, history).await?;
         let mut report = RunReport {
             operation: command.into(),
@@ -161,7 +164,9 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn baseline(&self, version: i64) -> Result<RunReport> {
-        let (available, strategy, history) = self.load_and_connect("baseline", false).await?;
+        let (available, strategy, history) = self
+            .load_and_connect("baseline", DownSteps::Skip, false)
+            .await?;
         let mut session = Session::open(self, "baseline", strategy, history).await?;
         let mut report = RunReport {
             operation: Operation::Baseline,
@@ -194,7 +199,9 @@ impl Migrator {
     /// ```
     pub async fn baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
-        let (available, strategy, history) = self.load_and_connect("baseline", false).await?;
+        let (available, strategy, history) = self
+            .load_and_connect("baseline", DownSteps::Skip, false)
+            .await?;
         let mut session = Session::open(self, "baseline", strategy, history).await?;
         let result = session.baseline_from(&available, source).await;
         session.finish(result).await
@@ -221,7 +228,9 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn resolve(&self, version: i64, resolution: Resolution) -> Result<RunReport> {
-        let (available, strategy, history) = self.load_and_connect("resolve", false).await?;
+        let (available, strategy, history) = self
+            .load_and_connect("resolve", DownSteps::Skip, false)
+            .await?;
         let mut session = Session::open(self, "resolve", strategy, history).await?;
         let mut report = RunReport {
             operation: Operation::Resolve,

@@ -5,6 +5,7 @@ use super::Migrator;
 use crate::backend::Backend;
 use crate::error::{ErrorKind, Result};
 use crate::lock::{self, resolve_strategy, Strategy, LOCK_NAME};
+use crate::migration::DownSteps;
 use crate::plan;
 use crate::report::{ForceUnlockReport, LockReport, LockState, StatusReport};
 
@@ -28,7 +29,7 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn status(&self) -> Result<StatusReport> {
-        let available = self.load()?;
+        let available = self.load_steps(DownSteps::Skip)?;
         self.checked()?;
         let mut history = self.connect_history("status").await?;
         let result = async {

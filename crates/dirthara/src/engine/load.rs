@@ -8,16 +8,21 @@ use super::Migrator;
 use crate::backend::BackendKind;
 use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::{Event, Warning};
-use crate::migration::{Direction, Migration, StepFormat};
+use crate::migration::{Direction, DownSteps, Migration, StepFormat};
 use crate::source::load_sources;
 
 impl Migrator {
-    /// Loads and validates every migration, touching no database.
+    /// Loads and validates every migration, both steps, touching no database.
     pub fn load(&self) -> Result<Vec<Migration>> {
+        self.load_steps(DownSteps::Read)
+    }
+
+    /// [`Migrator::load`] for a command: one that never reverses leaves down files unread.
+    pub(super) fn load_steps(&self, downs: DownSteps) -> Result<Vec<Migration>> {
         let sources: Vec<_> = (self.config.directories.iter())
             .map(|dir| (dir.clone(), self.config.layouts.get(dir).copied()))
             .collect();
-        let loaded = load_sources(&sources)?;
+        let loaded = load_sources(&sources, downs)?;
         for skipped in loaded.skipped {
             self.events.emit(Event::Warning(Warning {
                 code: Code::SkippedFile,
@@ -69,43 +74,43 @@ impl Migrator {
                 (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
                 (StepFormat::Sql, Some(BackendKind::Sqlite)) => SqlDialect::Sqlite,
                 (StepFormat::MongoCommands, _) => {
-                    migration.down_is_blank =
-                        (migration.down.as_deref()).is_some_and(crate::source::is_blank_commands);
+                    if let Some(down) = &mut migration.down {
+                        down.is_blank = crate::source::is_blank_commands(&down.text);
+                    }
                     continue;
                 }
                 _ => continue,
             };
-            let mut control = None;
-            for (direction, text) in [
-                (Direction::Up, Some(migration.up())),
-                (Direction::Down, migration.down.as_deref()),
-            ] {
-                let Some(text) = text else { continue };
+            let origin = PathBuf::from(&migration.origin);
+            let mut read = |direction: Direction, text: &str| {
                 if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
                     if let Err(reason) = tokens::mysql_client_statements(text) {
                         problems.push(crate::error::Problem {
-                            file: PathBuf::from(&migration.origin),
+                            file: origin.clone(),
                             reason: format!(
                                 "{direction} step: its DELIMITER script does not split: {reason}"
                             ),
                         });
                     }
                 }
-                if control.is_none() {
-                    control = tokens::transaction_control(text, dialect).map(|found| {
-                        format!(
-                            "`{}` at line {} of the {direction} step",
-                            found.keyword, found.line
-                        )
-                    });
-                }
-            }
-            if let (None, Some(control)) = (&migration.own_transaction, control) {
-                migration.own_transaction = Some(control);
+                tokens::transaction_control(text, dialect).map(|found| {
+                    format!(
+                        "`{}` at line {} of the {direction} step",
+                        found.keyword, found.line
+                    )
+                })
+            };
+            if let Some(control) = read(Direction::Up, migration.up()) {
+                migration.own_transaction.get_or_insert(control);
                 migration.transactional = false;
             }
-            migration.down_is_blank =
-                (migration.down.as_deref()).is_some_and(|down| tokens::is_blank(down, dialect));
+            if let Some(down) = &mut migration.down {
+                if let Some(control) = read(Direction::Down, &down.text) {
+                    down.own_transaction.get_or_insert(control);
+                    down.transactional = false;
+                }
+                down.is_blank = tokens::is_blank(&down.text, dialect);
+            }
         }
         if problems.is_empty() {
             Ok(())

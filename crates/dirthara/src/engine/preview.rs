@@ -4,7 +4,7 @@
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::error::Result;
-use crate::migration::Direction;
+use crate::migration::{Direction, DownSteps};
 use crate::plan::{self, Command};
 use crate::report::{Preview, PreviewStep};
 
@@ -13,7 +13,7 @@ impl Migrator {
     /// and changing nothing.
     pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
-        let available = self.load()?;
+        let available = self.load_steps(DownSteps::Skip)?;
         self.checked()?;
         let mut history = self.connect_history("preview").await?;
         let result = async {
@@ -47,7 +47,7 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn preview(&self, command: Command) -> Result<Preview> {
-        let available = self.load()?;
+        let available = self.load_steps(command.down_steps())?;
         self.checked()?;
         let applied = self.read_history_unlocked("preview").await?;
         let planned = plan::plan(&available, &applied, command, self.plan_options())?;
@@ -80,8 +80,9 @@ impl Migrator {
                     name: s.migration.name.clone(),
                     direction: s.direction,
                     connection: s.migration.connection.clone(),
-                    transactional: s.migration.transactional,
-                    own_transaction: s.migration.own_transaction.clone(),
+                    transactional: s.migration.transactional_in(s.direction),
+                    own_transaction: (s.migration.own_transaction_in(s.direction))
+                        .map(str::to_string),
                     reverses_nothing: s.reverses_nothing(),
                     out_of_order: s.out_of_order,
                     sql: s.text().to_string(),

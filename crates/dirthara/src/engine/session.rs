@@ -11,7 +11,7 @@ use crate::history::{runner_identity, HistoryChange};
 use crate::lock::{self, HeldLock, Released, Strategy, Waiting};
 use crate::lock::{lease_table, LOCK_NAME};
 use crate::migration::{Direction, Migration, StepFormat};
-use crate::plan::{self, Command, Plan, Recording, Resolution};
+use crate::plan::{self, Command, Plan, PlannedStep, Recording, Resolution};
 use crate::report::{RunReport, StepReport};
 
 /// One locked command's connections and progress. Ended only by [`Session::finish`], which
@@ -162,7 +162,7 @@ impl<'m> Session<'m> {
             let guarded = self.strategy() == Strategy::Session
                 && step.migration.format != StepFormat::Rust
                 && !step.reverses_nothing()
-                && self.runs_atomically(step.migration)
+                && self.runs_atomically(step)
                 && self
                     .history
                     .session_lock()
@@ -243,9 +243,9 @@ impl<'m> Session<'m> {
     }
 
     /// Whether a migration's step and its history record commit in one transaction.
-    pub(super) fn runs_atomically(&self, migration: &Migration) -> bool {
-        migration.transactional
-            && migration.connection == self.migrator.config.history_connection
+    pub(super) fn runs_atomically(&self, step: &PlannedStep) -> bool {
+        step.transactional()
+            && step.migration.connection == self.migrator.config.history_connection
             && self.history.transactional_ddl()
     }
 

@@ -69,7 +69,7 @@ impl Session<'_> {
             None => StepBody::Text(step.text()),
         };
         let reverses_nothing = step.reverses_nothing();
-        let atomic = self.runs_atomically(migration);
+        let atomic = self.runs_atomically(step);
 
         if reverses_nothing || atomic {
             // Only the marker of a bracketed step carries a previous completion.
@@ -108,14 +108,14 @@ impl Session<'_> {
             self.history.record(&markers).await?;
             let alone = Step {
                 body,
-                transactional: migration.transactional,
+                transactional: step.transactional(),
                 record: None,
             };
             let target = match on_history {
                 true => self.history.as_mut(),
                 false => self.other_connection(&migration.connection).await?,
             };
-            let atomic_step = migration.transactional && target.transactional_ddl();
+            let atomic_step = step.transactional() && target.transactional_ddl();
             if let Err(failure) = target.run(alone).await {
                 if atomic_step || failure.nothing_changed {
                     // The step rolled back cleanly, or was refused before it changed
