@@ -251,13 +251,22 @@ fn pooler_reason(evidence: &str) -> String {
 }
 
 /// A statement that fails — rolling back the message it leads — unless this session still
-/// holds the advisory lock `key`.
-fn lock_guard(lock_match: &str) -> String {
+/// holds the session-level advisory lock `key`, which it then holds through the commit.
+///
+/// It asks the lock manager, not `pg_locks`: reading `pg_locks` copies the server's whole lock
+/// table, which measured about 0.25 ms per migration; these three calls touch only this
+/// session's own lock entry (about 0.05 ms). A transaction-level hold is taken first, so
+/// that giving the session-level hold back (which succeeds only if this session had it) and
+/// taking it again leaves no moment at which another session could take the lock. The `IF`s
+/// are separate statements so that they run in this order.
+fn lock_guard(key: i64) -> String {
     format!(
-        "DO $dirthara_guard$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_locks l WHERE {} \
-         AND l.pid = pg_backend_pid()) THEN RAISE EXCEPTION 'dirthara: this session no longer \
-         holds the migration lock'; END IF; END $dirthara_guard$;",
-        lock_match
+        "DO $dirthara_guard$ BEGIN \
+         IF NOT pg_try_advisory_xact_lock({key}) THEN RAISE EXCEPTION 'dirthara: another \
+         session holds the migration lock'; END IF; \
+         IF NOT pg_advisory_unlock({key}) THEN RAISE EXCEPTION 'dirthara: this session no \
+         longer holds the migration lock'; END IF; \
+         PERFORM pg_advisory_lock({key}); END $dirthara_guard$;"
     )
 }
 
@@ -310,8 +319,8 @@ impl SqlDriver for PgDriver {
         // together or not at all. The record measures the step's duration itself (`None`).
         // A newline before `;` ends a trailing `--` comment in the step.
         let mut head = self.take_reset();
-        if record.is_some() && self.held_key.is_some() {
-            head.push_str(&lock_guard(&self.lock_match()));
+        if let (Some(_), Some(key)) = (record, self.held_key) {
+            head.push_str(&lock_guard(key));
             head.push('\n');
         }
         let sql = match record {
