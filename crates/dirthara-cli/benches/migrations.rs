@@ -7,7 +7,8 @@
 //! cargo bench -p dirthara-cli --bench migrations
 //! ```
 //!
-//! - a. applying 1,000 trivial pending migrations: PostgreSQL and MariaDB (session lock),
+//! - a. applying 1,000 trivial pending migrations (each with a down file, as in most real
+//!   projects; only the up files are sent): PostgreSQL and MariaDB (session lock),
 //!   SQLite (no lock), each server beside its floor: its own client applying the same files;
 //! - b. `migrate` with 1,000 applied and nothing pending, in-process and as a CLI process,
 //!   beside the floor of a client process that connects and runs one query, with peak RSS;
@@ -171,14 +172,17 @@ async fn count_history(server: Server, url: &str) -> BenchResult<i64> {
 
 /// A directory of `count` trivial migrations, `CREATE TABLE tN (id INT)`, up only: the floors
 /// run every file of the directory.
-fn trivial_migrations(count: i64) -> Migrations {
+/// `count` migrations of one table each; with `downs`, each with its down file, as in most
+/// real projects (what a no-op must not read).
+fn trivial_migrations(count: i64, downs: bool) -> Migrations {
     let m = Migrations::new();
     for v in 1..=count {
+        let down = format!("DROP TABLE t{v}");
         m.add(
             v,
             &format!("t{v}"),
             &format!("CREATE TABLE t{v} (id INT)"),
-            None,
+            downs.then_some(down.as_str()),
         );
     }
     m
@@ -495,7 +499,7 @@ async fn bench_apply_and_noop(
     bin: &BenchResult<PathBuf>,
     table: &mut Table,
 ) -> BenchResult<()> {
-    let migrations = trivial_migrations(TRIVIAL);
+    let migrations = trivial_migrations(TRIVIAL, true);
     let dir = migrations.path();
     let mut counter = match kind {
         Kind::Postgres => Some(XactCounter::connect().await?),
@@ -763,24 +767,33 @@ async fn bench_cli_startup(bin: &BenchResult<PathBuf>, table: &mut Table) -> Ben
     Ok(())
 }
 
-/// Loading and validating the 1,000 files, with no database at all.
+/// Loading and validating the 1,000 migrations, with no database at all: both steps (what
+/// a command that can reverse reads), and the up files alone (what `migrate` reads).
 fn bench_load(table: &mut Table) -> BenchResult<()> {
-    let migrations = trivial_migrations(TRIVIAL);
-    let migrator = Migrator::new(config("sqlite::memory:", migrations.path(), Locking::Off));
-    let mut times = vec![];
-    for _ in 0..NOOP_REPS {
-        let started = Instant::now();
-        let loaded = migrator.load().map_err(|e| e.to_string())?;
-        times.push(ms(started.elapsed()));
-        if loaded.len() != TRIVIAL as usize {
-            return Err(format!("loaded {} of {TRIVIAL} migrations", loaded.len()));
+    for (downs, label) in [
+        (
+            true,
+            format!("up and down, {} files, as rollback reads", 2 * TRIVIAL),
+        ),
+        (false, format!("up only, {TRIVIAL} files, as migrate reads")),
+    ] {
+        let migrations = trivial_migrations(TRIVIAL, downs);
+        let migrator = Migrator::new(config("sqlite::memory:", migrations.path(), Locking::Off));
+        let mut times = vec![];
+        for _ in 0..NOOP_REPS {
+            let started = Instant::now();
+            let loaded = migrator.load().map_err(|e| e.to_string())?;
+            times.push(ms(started.elapsed()));
+            if loaded.len() != TRIVIAL as usize {
+                return Err(format!("loaded {} of {TRIVIAL} migrations", loaded.len()));
+            }
         }
+        table.add(
+            format!("a/b. load + validate {TRIVIAL} migrations, {label} (no database)"),
+            &times,
+            vec![],
+        );
     }
-    table.add(
-        format!("a/b. load + validate {TRIVIAL} migration files (no database)"),
-        &times,
-        vec![],
-    );
     Ok(())
 }
 
@@ -809,7 +822,7 @@ async fn bench_contention(
             return Ok(());
         }
     };
-    let migrations = trivial_migrations(CONTENDED);
+    let migrations = trivial_migrations(CONTENDED, true);
     let dir = migrations.path();
     let args = ["--output", "json", "migrate"];
 

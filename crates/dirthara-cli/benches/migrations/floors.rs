@@ -98,20 +98,18 @@ async fn timed(mut cmd: tokio::process::Command, what: &str) -> BenchResult<Dura
     Ok(elapsed)
 }
 
-/// The migration files of `dir` in version order, as one script for the client; with
+/// The up files of `dir` in version order, as one script for the client; with
 /// `commit_each`, each file in a transaction of its own (as a runner commits each migration).
 fn script(dir: &Path, server: Server, commit_each: bool) -> BenchResult<PathBuf> {
     let mut files: Vec<(i64, PathBuf)> = std::fs::read_dir(dir)
         .map_err(|e| e.to_string())?
         .filter_map(|entry| {
             let path = entry.ok()?.path();
-            let version = path
-                .file_name()?
-                .to_str()?
-                .split('_')
-                .next()?
-                .parse()
-                .ok()?;
+            let name = path.file_name()?.to_str()?;
+            if name.contains(".down.") {
+                return None;
+            }
+            let version = name.split('_').next()?.parse().ok()?;
             Some((version, path))
         })
         .collect();
