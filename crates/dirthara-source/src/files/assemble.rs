@@ -8,7 +8,9 @@ use super::read::read_text;
 use super::{Findings, Part};
 use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
-use crate::migration::{DownStep, DownSteps, Migration, StepFormat, DEFAULT_CONNECTION};
+use crate::migration::{
+    DownStep, DownSteps, LazyChecksum, Migration, StepFormat, DEFAULT_CONNECTION,
+};
 use crate::names::Role;
 
 /// Groups parts by version, pairs ups with downs, and reports every inconsistency.
@@ -94,13 +96,20 @@ fn build(
         .filter(|_| downs == DownSteps::Read)
         .and_then(|d| read_step(d, true, findings));
     let (up_text, up_header) = up_text?;
-    let mut migration = Migration::new(version, up.name, up_text);
-    migration.transactional = !up_header.no_transaction;
-    migration.connection =
-        (up_header.connection.clone()).unwrap_or_else(|| DEFAULT_CONNECTION.to_string());
-    migration.origin = up.path.display().to_string();
-    migration.format = up.format;
-    migration.down_unread = downs == DownSteps::Skip;
+    let mut migration = Migration {
+        version,
+        checksum: LazyChecksum::default(),
+        up: up_text,
+        down: None,
+        down_unread: downs == DownSteps::Skip,
+        transactional: !up_header.no_transaction,
+        connection: (up_header.connection.clone())
+            .unwrap_or_else(|| DEFAULT_CONNECTION.to_string()),
+        origin: up.path.display().to_string(),
+        format: up.format,
+        name: up.name,
+        own_transaction: None,
+    };
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {
             findings.problem(

@@ -41,16 +41,22 @@ fn entries(dir: &Path) -> Result<Vec<(PathBuf, Kind)>> {
             dir.display()
         ),
     })?;
-    let mut paths = Vec::new();
+    let mut listed = Vec::new();
     for entry in read {
         let entry = entry.map_err(|e| SourceError::Directory {
             dir: dir.to_path_buf(),
             message: format!("cannot list migration directory `{}`: {e}", dir.display()),
         })?;
-        paths.push((entry.path(), kind_of(&entry)));
+        listed.push((entry.file_name(), kind_of(&entry)));
     }
-    paths.sort();
-    Ok(paths)
+    // By name, as bytes: the order of the paths (they share `dir`), for a fraction of the
+    // cost — comparing paths splits both into components at every comparison, which was a
+    // quarter of a no-op `migrate`'s instructions with 1,000 migrations.
+    listed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    Ok(listed
+        .into_iter()
+        .map(|(name, kind)| (dir.join(name), kind))
+        .collect())
 }
 
 pub(super) fn scan_directory(

@@ -37,14 +37,14 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             dialect.layout_sql(&self.names),
             dialect.select_history_sql(&self.names)
         );
-        let rows = self.driver.fetch_text(&sql).await.ok()?;
-        let (layout, records) = rows.split_first()?;
+        let mut rows = self.driver.fetch_text(&sql).await.ok()?;
+        let (layout, records) = rows.split_first_mut()?;
         let layout = match layout.as_slice() {
             [Some(value)] => value.parse().ok()?,
             _ => return None,
         };
         // A malformed record is looked at again by `select`, which says which one.
-        let records: Option<Vec<_>> = records.iter().map(|r| parse_history_row(r)).collect();
+        let records: Option<Vec<_>> = records.iter_mut().map(|r| parse_history_row(r)).collect();
         Some((layout, records?))
     }
 
@@ -95,8 +95,8 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             .await
             .map_err(|e| self.history_error(e))?;
         rows.into_iter()
-            .map(|row| {
-                parse_history_row(&row).ok_or_else(|| {
+            .map(|mut row| {
+                parse_history_row(&mut row).ok_or_else(|| {
                     Error::history(
                         &self.connection,
                         format!("`{}` has a malformed row: {row:?}", self.names.table),
@@ -107,17 +107,26 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
     }
 }
 
-fn parse_history_row(row: &[Option<String>]) -> Option<AppliedMigration> {
-    let text = |i: usize| row.get(i).cloned().flatten();
+/// A history record from its text columns, which it takes (no copy) once all of them are
+/// known to be well-formed; a malformed row is left whole, for the message that shows it.
+fn parse_history_row(row: &mut [Option<String>]) -> Option<AppliedMigration> {
+    let text = |i: usize| row.get(i)?.as_deref();
+    let version = text(0)?.parse().ok()?;
+    let batch = text(3)?.parse().ok()?;
+    let state = RecordState::parse(text(4)?)?;
+    let duration_ms = text(6)?.parse().ok()?;
+    text(1)?;
+    text(2)?;
+    let mut take = |i: usize| row.get_mut(i).and_then(Option::take);
     Some(AppliedMigration {
-        version: text(0)?.parse().ok()?,
-        name: text(1)?,
-        checksum: text(2)?,
-        batch: text(3)?.parse().ok()?,
-        state: RecordState::parse(&text(4)?)?,
-        applied_at: text(5).unwrap_or_default(),
-        duration_ms: text(6)?.parse().ok()?,
-        applied_by: text(7).unwrap_or_default(),
+        version,
+        name: take(1)?,
+        checksum: take(2)?,
+        batch,
+        state,
+        applied_at: take(5).unwrap_or_default(),
+        duration_ms,
+        applied_by: take(7).unwrap_or_default(),
     })
 }
 
@@ -140,13 +149,18 @@ mod tests {
         .iter()
         .map(|s| Some(s.to_string()))
         .collect();
-        let parsed = parse_history_row(&row).unwrap();
+        let parsed = parse_history_row(&mut row.clone()).unwrap();
         assert_eq!(
             (parsed.version, parsed.batch, parsed.state),
             (7, 2, RecordState::Applied)
         );
         let mut bad = row.clone();
         bad[4] = Some("exploded".into());
-        assert!(parse_history_row(&bad).is_none());
+        assert!(parse_history_row(&mut bad).is_none());
+        assert_eq!(
+            bad[1].as_deref(),
+            Some("init"),
+            "a malformed row is left whole"
+        );
     }
 }
