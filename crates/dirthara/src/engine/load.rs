@@ -81,31 +81,14 @@ impl Migrator {
                 }
                 _ => continue,
             };
-            let origin = PathBuf::from(&migration.origin);
-            let mut read = |direction: Direction, text: &str| {
-                if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
-                    if let Err(reason) = tokens::mysql_client_statements(text) {
-                        problems.push(crate::error::Problem {
-                            file: origin.clone(),
-                            reason: format!(
-                                "{direction} step: its DELIMITER script does not split: {reason}"
-                            ),
-                        });
-                    }
-                }
-                tokens::transaction_control(text, dialect).map(|found| {
-                    format!(
-                        "`{}` at line {} of the {direction} step",
-                        found.keyword, found.line
-                    )
-                })
-            };
-            if let Some(control) = read(Direction::Up, migration.up()) {
+            let up = read_sql_step(dialect, &migration.origin, Direction::Up, migration.up());
+            if let Some(control) = up.map_err(|p| problems.push(p)).ok().flatten() {
                 migration.own_transaction.get_or_insert(control);
                 migration.transactional = false;
             }
             if let Some(down) = &mut migration.down {
-                if let Some(control) = read(Direction::Down, &down.text) {
+                let read = read_sql_step(dialect, &migration.origin, Direction::Down, &down.text);
+                if let Some(control) = read.map_err(|p| problems.push(p)).ok().flatten() {
                     down.own_transaction.get_or_insert(control);
                     down.transactional = false;
                 }
@@ -168,4 +151,29 @@ impl Migrator {
         }
         Ok(())
     }
+}
+
+/// One SQL step as `dialect` reads it: how it controls its own transaction (e.g. `` `COMMIT`
+/// at line 3 of the up step``), if it does; or why its MySQL `DELIMITER` script does not split.
+fn read_sql_step(
+    dialect: crate::source::sql::SqlDialect,
+    origin: &str,
+    direction: Direction,
+    text: &str,
+) -> std::result::Result<Option<String>, crate::error::Problem> {
+    use crate::source::sql::{self as tokens, SqlDialect};
+    if dialect == SqlDialect::MySql && tokens::has_client_delimiter(text) {
+        if let Err(reason) = tokens::mysql_client_statements(text) {
+            return Err(crate::error::Problem {
+                file: PathBuf::from(origin),
+                reason: format!("{direction} step: its DELIMITER script does not split: {reason}"),
+            });
+        }
+    }
+    Ok(tokens::transaction_control(text, dialect).map(|found| {
+        format!(
+            "`{}` at line {} of the {direction} step",
+            found.keyword, found.line
+        )
+    }))
 }
