@@ -298,8 +298,10 @@ async fn a_malformed_lease_is_held_for_acquire_and_status_until_force_unlocked()
         return;
     };
     let m = Migrations::tables(1);
-    // Create the lease table the way dirthara does, then plant a lease without an expiry.
-    let out = dirthara(&db.url, m.path(), &["status", "--locking", "lease"])
+    // Create the lease table the way dirthara does (a run with nothing to do takes the
+    // lease; `status` only looks and creates nothing), then plant a lease without an expiry.
+    let empty = Migrations::new();
+    let out = dirthara(&db.url, empty.path(), &["migrate", "--locking", "lease"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", text(&out));

@@ -8,10 +8,10 @@
 
 use serde::Serialize;
 
-use crate::backend::{Backend, BackendKind};
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::lock::Strategy;
 use crate::plan::{AdoptionPlan, ForeignHistory};
+use crate::report::LockStrategy;
 
 mod rows;
 use rows::parse;
@@ -170,8 +170,9 @@ pub struct AdoptionReport {
     /// Facts to read before trusting the result: golang-migrate's newest-version rule, files
     /// left pending below the newest adopted version, an empty history.
     pub notes: Vec<String>,
-    /// How the command was protected: `session`, `lease`, `off`, or `none` for a preview.
-    pub lock: String,
+    /// How the command was protected; `None` (`null` in JSON) for a preview, which takes no
+    /// lock.
+    pub lock: Option<LockStrategy>,
 }
 
 impl AdoptionReport {
@@ -179,7 +180,7 @@ impl AdoptionReport {
     pub(crate) fn new(
         source: &AdoptSource,
         planned: &AdoptionPlan<'_>,
-        held: Option<Strategy>,
+        held: Option<LockStrategy>,
     ) -> Self {
         AdoptionReport {
             operation: crate::report::Operation::Baseline,
@@ -196,79 +197,9 @@ impl AdoptionReport {
                 })
                 .collect(),
             notes: planned.notes.clone(),
-            lock: held.map_or("none", Strategy::name).into(),
+            lock: held,
         }
     }
-}
-
-/// The SQL flavours another tool's table can live in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Flavour {
-    Postgres,
-    Mysql,
-    Sqlite,
-}
-
-impl Flavour {
-    fn of(kind: BackendKind, tool: Tool) -> Result<Self> {
-        match kind {
-            BackendKind::Postgres => Ok(Flavour::Postgres),
-            BackendKind::Mysql => Ok(Flavour::Mysql),
-            BackendKind::Sqlite => Ok(Flavour::Sqlite),
-            other => Err(Error::config(format!(
-                "`baseline --from {}` reads a SQL table, but the history connection is {}; \
-                 adopt on the SQL database {} used",
-                tool.name(),
-                other.name(),
-                tool.name()
-            ))),
-        }
-    }
-
-    fn ident(self, name: &str) -> String {
-        match self {
-            Flavour::Mysql => format!("`{name}`"),
-            _ => format!("\"{name}\""),
-        }
-    }
-
-    fn text(self, column: &str) -> String {
-        let column = self.ident(column);
-        match self {
-            Flavour::Postgres => format!("{column}::text"),
-            Flavour::Mysql => format!("CAST({column} AS CHAR)"),
-            Flavour::Sqlite => format!("CAST({column} AS TEXT)"),
-        }
-    }
-
-    /// One row when `table` exists in the connection's current schema.
-    fn exists_sql(self, table: &str) -> String {
-        match self {
-            Flavour::Postgres => format!(
-                "SELECT table_name::text FROM information_schema.tables \
-                 WHERE table_schema = current_schema() AND table_name = '{table}'"
-            ),
-            Flavour::Mysql => format!(
-                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
-                 WHERE table_schema = DATABASE() AND table_name = '{table}'"
-            ),
-            Flavour::Sqlite => {
-                format!("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '{table}'")
-            }
-        }
-    }
-}
-
-/// The query that reads `tool`'s history from `table`, every column as text.
-fn rows_sql(tool: Tool, flavour: Flavour, table: &str) -> String {
-    let (columns, order) = tool.columns();
-    let list: Vec<String> = columns.iter().map(|c| flavour.text(c)).collect();
-    format!(
-        "SELECT {} FROM {} ORDER BY {}",
-        list.join(", "),
-        flavour.ident(table),
-        flavour.ident(order)
-    )
 }
 
 /// Reads `source`'s history on `history` (the history connection). Refuses a table that
@@ -281,12 +212,8 @@ pub(crate) async fn read(
     source.check()?;
     let tool = source.tool;
     let table = source.table();
-    let flavour = Flavour::of(history.kind(), tool)?;
-    if history
-        .read_rows(&flavour.exists_sql(table))
-        .await?
-        .is_empty()
-    {
+    let (columns, order_by) = tool.columns();
+    let Some(rows) = history.read_table(table, columns, order_by).await? else {
         return Err(Error::config(format!(
             "{}'s history table `{table}` does not exist in the current schema of connection `{}`; \
              if {} was configured with another table name, pass it with --from-table NAME",
@@ -294,8 +221,7 @@ pub(crate) async fn read(
             connection,
             tool.name()
         )));
-    }
-    let rows = history.read_rows(&rows_sql(tool, flavour, table)).await?;
+    };
     parse(tool, table, &rows)
 }
 

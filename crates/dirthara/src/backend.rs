@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange};
-use crate::lock::{LeaseStore, LockSupport, SessionLock};
+use crate::lock::{LockHost, LockSupport, SessionLockSupport};
 use crate::migration::Direction;
 
 #[cfg(test)]
@@ -21,6 +21,8 @@ mod mongo;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod servers;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
@@ -45,7 +47,9 @@ pub(crate) use connect::ConnectFailure;
 pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 
-/// The kind of database a URL points at.
+/// The kind of database a URL points at: which driver opens it, and what it can promise
+/// before a connection exists (its lock support, the language of its migrations). Once
+/// connected, the engine asks the backend's [`Capabilities`] instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BackendKind {
     Sqlite,
@@ -107,28 +111,48 @@ impl BackendKind {
         )
     }
 
-    /// What the database offers for locking: a session lock on PostgreSQL and MySQL; on
-    /// MongoDB the lease is the native lock.
+    /// What a database of this kind offers for locking, before connecting to it: a session
+    /// lock on PostgreSQL and MySQL; on MongoDB the lease is the native lock. The server may
+    /// turn out to offer less (CockroachDB behind a `postgres://` URL): see
+    /// [`LockHost::lock_support`] of the connected backend.
     pub(crate) fn lock_support(self) -> LockSupport {
-        let session_lock = match self {
-            BackendKind::Postgres | BackendKind::Mysql => true,
+        match self {
+            BackendKind::Postgres | BackendKind::Mysql => LockSupport::session(self.name()),
             #[cfg(test)]
-            BackendKind::Memory => true,
-            BackendKind::Sqlite | BackendKind::Mongo => false,
-        };
-        LockSupport {
-            database: self.name(),
-            session_lock,
-            lease_is_native: self == BackendKind::Mongo,
+            BackendKind::Memory => LockSupport::session(self.name()),
+            BackendKind::Sqlite | BackendKind::Mongo => LockSupport {
+                database: self.name(),
+                session_lock: SessionLockSupport::Absent,
+                lease_is_native: self == BackendKind::Mongo,
+            },
         }
     }
+}
+
+/// What a connected database can do. The engine asks this, never which database it is, so
+/// the in-memory backend of its tests can declare any combination and reach every branch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Capabilities {
+    /// The database's name in messages.
+    pub database: &'static str,
+    /// A step and its history change can commit in one transaction (false on MySQL, where
+    /// DDL commits implicitly).
+    pub transactional_ddl: bool,
+    /// Every history write is a commit of its own (a log flush), and no step shares a
+    /// transaction with its record: a step's completion is then best written together with
+    /// the next step's `running` marker, in one transaction (MySQL/MariaDB).
+    pub folds_records: bool,
 }
 
 /// A connection to one named database, as the engine uses it. The history table (and the
 /// schema or database it lives in) is fixed when the connection opens.
 #[async_trait]
-pub(crate) trait Backend: Send {
-    fn kind(&self) -> BackendKind;
+pub(crate) trait Backend: LockHost + Send {
+    /// What this database can do.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The connection as the lock sees it (the same value, narrowed).
+    fn lock_host(&mut self) -> &mut dyn LockHost;
 
     /// The history, or `None` when this database has none yet. Never creates anything, and
     /// refuses a history layout newer than this build understands.
@@ -137,9 +161,6 @@ pub(crate) trait Backend: Send {
     /// Creates the history (or upgrades an older layout) and returns its records (none when
     /// it was just created). Called under the lock.
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>>;
-
-    /// Whether a step and its history change can commit in one transaction here.
-    fn transactional_ddl(&self) -> bool;
 
     /// Runs a step — in a transaction of its own if `step.transactional`, and together with
     /// `step.record` when given, so that both commit or neither does. After a failure the
@@ -151,30 +172,24 @@ pub(crate) trait Backend: Send {
     /// allows (one commit instead of one per change).
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()>;
 
-    /// Drops every table/view of this database except those named in `keep`; returns what
-    /// it dropped. Must not end the session (the lock lives in it).
-    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>>;
+    /// Drops every table/view of this database except the lease table (a lease may be what
+    /// protects this very run); returns what it dropped. Must not end the session (the
+    /// session lock lives in it).
+    async fn drop_all(&mut self) -> Result<Vec<String>>;
 
-    /// The database's session lock, if it has one.
-    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
-        None
-    }
-
-    /// A lease store for `locking = "lease"`, in `<history>_lock`, on a connection of its own.
-    async fn open_lease_store(&mut self) -> Result<Box<dyn LeaseStore>> {
+    /// Reads `columns` of `table` in the connection's current schema, every value as text
+    /// (`None`: NULL), ordered by `order_by`; `None` when there is no such table. How
+    /// `baseline --from` reads another tool's history: never used to change anything.
+    async fn read_table(
+        &mut self,
+        _table: &str,
+        _columns: &[&str],
+        _order_by: &str,
+    ) -> Result<Option<Vec<Vec<Option<String>>>>> {
         Err(Error::config(format!(
-            "{} does not support `locking = \"lease\"`",
-            self.kind().name()
-        )))
-    }
-
-    /// Runs a query and returns its rows, every column as text (`None`: NULL): how
-    /// `baseline --from` reads another tool's history table. Never used to change anything.
-    async fn read_rows(&mut self, _sql: &str) -> Result<Vec<Vec<Option<String>>>> {
-        Err(Error::config(format!(
-            "{} connections cannot be queried with SQL, so another tool's history cannot be \
-             read here",
-            self.kind().name()
+            "`baseline --from` reads a SQL table, but the history connection is {}; adopt on \
+             the SQL database the other tool used",
+            self.capabilities().database
         )))
     }
 
@@ -190,6 +205,9 @@ pub(crate) struct Step<'a> {
     pub transactional: bool,
     /// The history change that commits with the step, where the database allows.
     pub record: Option<&'a HistoryChange>,
+    /// The step carries the session-lock check ([`LockCheck::InStep`](crate::lock::LockCheck)):
+    /// it fails, rolled back, unless this session still holds the lock. Only with `record`.
+    pub checks_lock: bool,
 }
 
 /// What a step runs: text in the database's language, or a Rust migration's code.
@@ -219,7 +237,6 @@ impl StepFailure {
     }
 
     /// Refused before anything ran.
-    #[cfg_attr(not(any(feature = "mongodb", test)), allow(dead_code))]
     pub(crate) fn refused(message: impl Into<String>) -> Self {
         StepFailure {
             error: Box::new(DatabaseError::from_message(message)),
@@ -245,12 +262,14 @@ pub(crate) fn database_message(error: &sqlx::Error) -> String {
 /// character offset at which it started in the text sent, so PostgreSQL's error position can
 /// be turned into the file's line and column.
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
 pub(crate) fn database_error(error: sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
     let facts = database_facts(&error, step);
     facts.caused_by(error)
 }
 
+/// `step` is only used where the database reports an error's position (PostgreSQL).
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
 fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
     let sqlx::Error::Database(db) = error else {
         return DatabaseError {
@@ -275,6 +294,7 @@ fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseE
         // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
         // and class 08 (connection exception) end the session.
         out.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
+        out.lock_not_available = pg.code() == "55P03";
         if let (Some(sqlx::postgres::PgErrorPosition::Original(position)), Some((text, start))) =
             (pg.position(), step)
         {
@@ -293,6 +313,7 @@ fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseE
         out.number = Some(i64::from(my.number()));
         // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
         out.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
+        out.lock_not_available = matches!(my.number(), 1205 | 3572);
     }
     out
 }

@@ -14,6 +14,7 @@
 //! look; `engine/load.rs` loads migrations without touching a database.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -21,10 +22,10 @@ use tokio::sync::watch;
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
 use crate::code::RustMigration;
 use crate::config::Config;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::events::EventSink;
 use crate::history::AppliedMigration;
-use crate::lock::{resolve_strategy, Primitive, Strategy, LOCK_NAME};
+use crate::lock::resolve_strategy;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::PlanOptions;
 
@@ -152,42 +153,86 @@ impl Migrator {
         }
     }
 
+    /// Each named connection's kind of database, from its URL: parsed once per command.
+    fn connections(&self) -> Connections {
+        let kinds = (self.config.connections.iter())
+            .map(|(name, url)| (name.clone(), BackendKind::from_url(url)))
+            .collect();
+        Connections { kinds }
+    }
+
     /// Validates the configuration — once per command — and returns the history
     /// connection's kind of database.
-    fn checked(&self) -> Result<BackendKind> {
+    fn checked(&self, connections: &Connections) -> Result<BackendKind> {
         self.config.validate()?;
-        BackendKind::from_url(
-            self.config
-                .connection_url(&self.config.history_connection)?,
-        )
+        connections.kind(&self.config.history_connection)
+    }
+
+    /// Gives up `work` at once when a shutdown signal arrives. For what happens before the
+    /// lock is held (connecting, retrying a database that is not up yet, loading files):
+    /// nothing is held and nothing was changed, so there is nothing to finish first.
+    async fn unless_stopped<T>(&self, work: impl Future<Output = Result<T>>) -> Result<T> {
+        let Some(shutdown) = &self.shutdown else {
+            return work.await;
+        };
+        let mut signal = shutdown.clone();
+        let stopped = async move {
+            // A dropped sender never signals: wait for ever rather than stop.
+            if signal.wait_for(|stop| *stop).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            // A signal that already came wins over work that is ready too.
+            biased;
+            () = stopped => Err(Error::interrupted_before_lock()),
+            done = work => done,
+        }
     }
 
     async fn connect(
         &self,
+        connections: &Connections,
         name: &str,
         operation: &str,
         read_only: bool,
     ) -> Result<Box<dyn Backend>> {
+        let url = self.config.connection_url(name)?.to_string();
         let request = ConnectRequest {
             name: name.to_string(),
-            url: self.config.connection_url(name)?.to_string(),
+            kind: connections.kind(name)?,
+            url,
             operation: operation.to_string(),
             connect_timeout: self.config.connect_timeout,
             read_only,
             init_sql: self.config.init_sql.get(name).cloned(),
             history_table: self.config.history_table.clone(),
         };
-        self.connector.connect(&request, &self.events).await
-    }
-
-    /// The history connection for a command that only reads (status, preview, unlock).
-    async fn connect_history(&self, operation: &str) -> Result<Box<dyn Backend>> {
-        self.connect(&self.config.history_connection, operation, true)
+        self.unless_stopped(self.connector.connect(&request, &self.events))
             .await
     }
 
-    async fn read_history_unlocked(&self, operation: &str) -> Result<Vec<AppliedMigration>> {
-        let mut history = self.connect_history(operation).await?;
+    /// The history connection for a command that only reads (status, preview, unlock).
+    async fn connect_history(
+        &self,
+        connections: &Connections,
+        operation: &str,
+    ) -> Result<Box<dyn Backend>> {
+        self.connect(
+            connections,
+            &self.config.history_connection,
+            operation,
+            true,
+        )
+        .await
+    }
+
+    async fn read_history_unlocked(
+        &self,
+        connections: &Connections,
+        operation: &str,
+    ) -> Result<Vec<AppliedMigration>> {
+        let mut history = self.connect_history(connections, operation).await?;
         let result = history.read_history().await;
         history.close().await;
         Ok(result?.unwrap_or_default())
@@ -202,34 +247,42 @@ impl Migrator {
     /// With `runs_steps`, every connection a migration names must have a URL too.
     async fn load_and_connect(
         &self,
+        connections: &Connections,
         operation: &str,
         downs: DownSteps,
         runs_steps: bool,
-    ) -> Result<(Vec<Migration>, Strategy, Box<dyn Backend>)> {
-        let kind = self.checked();
-        let strategy = |kind: BackendKind| {
+    ) -> Result<(Vec<Migration>, Box<dyn Backend>)> {
+        let kind = self.checked(connections);
+        // What the URL's kind of database promises; the server it reaches may offer less,
+        // which the session finds out once connected.
+        let lockable = |kind: BackendKind| {
             resolve_strategy(self.config.locking, kind.lock_support())
+                .map(|_| ())
                 .map_err(|refused| refused.into_error(&self.config.history_connection))
         };
         let connection = self.config.history_connection.as_str();
-        match kind.as_ref().map(|&kind| (kind, strategy(kind))) {
-            Ok((kind, Ok(strategy))) if kind.is_server() => {
+        match kind.as_ref().map(|&kind| (kind, lockable(kind))) {
+            Ok((kind, Ok(()))) if kind.is_server() => {
                 let loader = self.clone();
                 let loading = async {
+                    let kinds = connections.clone();
                     let loaded =
-                        tokio::task::spawn_blocking(move || loader.load_steps(downs)).await;
-                    let available = loaded.unwrap_or_else(|panicked| {
-                        std::panic::resume_unwind(panicked.into_panic())
-                    })?;
+                        tokio::task::spawn_blocking(move || loader.load_steps(downs, &kinds));
+                    let loaded = self.unless_stopped(async {
+                        loaded.await.unwrap_or_else(|panicked| {
+                            std::panic::resume_unwind(panicked.into_panic())
+                        })
+                    });
+                    let available = loaded.await?;
                     if runs_steps {
                         self.check_connections(&available)?;
                     }
                     Ok(available)
                 };
-                let (loaded, connected) =
-                    tokio::join!(loading, self.connect(connection, operation, false));
+                let connecting = self.connect(connections, connection, operation, false);
+                let (loaded, connected) = tokio::join!(loading, connecting);
                 match (loaded, connected) {
-                    (Ok(available), Ok(history)) => Ok((available, strategy, history)),
+                    (Ok(available), Ok(history)) => Ok((available, history)),
                     (Err(error), Ok(history)) => {
                         history.close().await;
                         Err(error)
@@ -240,38 +293,40 @@ impl Migrator {
             // One after the other, in the order the errors are reported: the files, the
             // configuration, the connections the files name, the lock, the connection.
             _ => {
-                let available = self.load_steps(downs)?;
+                let available = self.load_steps(downs, connections)?;
                 let kind = kind?;
                 if runs_steps {
                     self.check_connections(&available)?;
                 }
-                let strategy = strategy(kind)?;
-                let history = self.connect(connection, operation, false).await?;
-                Ok((available, strategy, history))
+                lockable(kind)?;
+                let history = self
+                    .connect(connections, connection, operation, false)
+                    .await?;
+                Ok((available, history))
             }
         }
     }
+}
 
-    /// What the lock of `strategy` contends with on the history connection.
-    async fn lock_primitive<'h>(
-        &self,
-        history: &'h mut dyn Backend,
-        strategy: Strategy,
-    ) -> Result<Primitive<'h>> {
-        Ok(match strategy {
-            Strategy::Off => Primitive::Off,
-            Strategy::Session => match history.session_lock() {
-                Some(lock) => Primitive::Session(lock),
-                None => {
-                    return Err(Error::new(ErrorKind::LockFailed {
-                        lock: LOCK_NAME.to_string(),
-                        connection: self.config.history_connection.clone(),
-                        reason: "this connection offers no session lock".to_string(),
-                    }))
-                }
-            },
-            Strategy::Lease => Primitive::Lease(history.open_lease_store().await?),
-        })
+/// Each named connection's kind of database, parsed from its URL once per command.
+#[derive(Debug, Clone)]
+pub(crate) struct Connections {
+    kinds: BTreeMap<String, Result<BackendKind>>,
+}
+
+impl Connections {
+    /// The kind of database connection `name` reaches; an error for a URL that names none,
+    /// or for a connection without a URL.
+    pub(crate) fn kind(&self, name: &str) -> Result<BackendKind> {
+        match self.kinds.get(name) {
+            Some(kind) => kind.clone(),
+            None => Err(Error::config(format!("connection `{name}` has no URL"))),
+        }
+    }
+
+    /// The kinds of the connections whose URL names one.
+    pub(crate) fn known(&self) -> impl Iterator<Item = (&str, BackendKind)> {
+        (self.kinds.iter()).filter_map(|(name, kind)| Some((name.as_str(), *kind.as_ref().ok()?)))
     }
 }
 

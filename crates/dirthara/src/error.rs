@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use dirthara_source::Problem;
@@ -150,9 +151,37 @@ pub enum ErrorKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Error {
     kind: Box<ErrorKind>,
+    /// Everything else, boxed too: an error is rare, and a small one keeps every
+    /// `Result<_, Error>` small.
+    rest: Box<Rest>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Rest {
     secondary: Option<Box<Error>>,
     completed: Vec<StepReport>,
     context: Context,
+    cause: Option<Cause>,
+}
+
+/// What an error was caused by (the driver's error, an I/O error, a Rust migration's own
+/// error), kept whole as [`std::error::Error::source`]. Shared, so that [`Error`] stays
+/// `Clone`; two causes are equal when they say the same.
+#[derive(Clone)]
+struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
 }
 
 /// Facts the kind does not carry but the advice depends on.
@@ -160,6 +189,8 @@ pub struct Error {
 struct Context {
     /// How long we waited for the lock before giving up or being interrupted.
     waited: Option<Duration>,
+    /// `Interrupted`: the signal came before the lock was taken (connecting, loading).
+    before_lock: bool,
     /// `Irreversible`: the file that would make the migration reversible.
     down_file: Option<String>,
 }
@@ -169,10 +200,28 @@ impl Error {
     pub fn new(kind: ErrorKind) -> Self {
         Error {
             kind: Box::new(kind),
-            secondary: None,
-            completed: Vec::new(),
-            context: Context::default(),
+            rest: Box::default(),
         }
+    }
+
+    /// Keeps `cause` as this error's [`source`](std::error::Error::source). The message
+    /// already says what the cause said (the CLI prints the message alone); the source is
+    /// there for a program that wants the driver's typed error.
+    pub(crate) fn caused_by(
+        mut self,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        self.rest.cause = Some(Cause(Arc::new(cause)));
+        self
+    }
+
+    /// [`Error::caused_by`] with a cause that is already shared.
+    pub(crate) fn caused_by_shared(
+        mut self,
+        cause: Arc<dyn std::error::Error + Send + Sync>,
+    ) -> Self {
+        self.rest.cause = Some(Cause(cause));
+        self
     }
 
     /// The facts of the failure, to match on.
@@ -221,33 +270,50 @@ impl Error {
     /// `MIGRATION_LOCK_HELD` after a non-zero `lock_wait` ran out, and for `INTERRUPTED` when
     /// the signal came while waiting (nothing had started then).
     pub fn waited(&self) -> Option<Duration> {
-        self.context.waited
+        self.rest.context.waited
     }
 
     /// A failure that happened while cleaning up after this one (e.g. releasing the lock).
     pub fn secondary(&self) -> Option<&Error> {
-        self.secondary.as_deref()
+        self.rest.secondary.as_deref()
     }
 
     /// Steps that completed (and were recorded) before this error stopped the run.
     pub fn completed(&self) -> &[StepReport] {
-        &self.completed
+        &self.rest.completed
     }
 
     pub(crate) fn with_secondary(mut self, secondary: Error) -> Self {
-        match self.secondary {
+        match self.rest.secondary {
             Some(ref mut existing) => {
                 let chained = std::mem::replace(existing, Box::new(secondary));
                 // Keep both: the newest cleanup failure first, the earlier one under it.
-                existing.secondary = Some(chained);
+                existing.rest.secondary = Some(chained);
             }
-            None => self.secondary = Some(Box::new(secondary)),
+            None => self.rest.secondary = Some(Box::new(secondary)),
         }
         self
     }
 
+    /// `INTERRUPTED` by a signal that came before the lock was taken (while connecting or
+    /// loading): nothing had been read or changed.
+    pub(crate) fn interrupted_before_lock() -> Self {
+        let mut error = Error::new(ErrorKind::Interrupted {
+            remaining: Vec::new(),
+        });
+        error.rest.context.before_lock = true;
+        error
+    }
+
+    /// Whether an `INTERRUPTED` came before anything was started: before the lock was taken,
+    /// or while waiting for it.
+    pub fn interrupted_before_start(&self) -> bool {
+        matches!(*self.kind, ErrorKind::Interrupted { .. })
+            && (self.rest.context.before_lock || self.rest.context.waited.is_some())
+    }
+
     pub(crate) fn after_waiting(mut self, waited: Duration) -> Self {
-        self.context.waited = Some(waited);
+        self.rest.context.waited = Some(waited);
         self
     }
 
@@ -257,12 +323,12 @@ impl Error {
             version: migration.version,
             name: migration.name.clone(),
         });
-        error.context.down_file = down_file(migration);
+        error.rest.context.down_file = down_file(migration);
         error
     }
 
     pub(crate) fn with_completed(mut self, completed: Vec<StepReport>) -> Self {
-        self.completed = completed;
+        self.rest.completed = completed;
         self
     }
 
@@ -300,12 +366,16 @@ impl Error {
 }
 
 impl std::error::Error for Error {
-    /// For `MIGRATION_FAILED`, what the database said (also part of the message, which is
-    /// what the CLI prints; a reporter walking `source()` gets the structured fields).
+    /// For `MIGRATION_FAILED`, what the database said, structured; for the others, the
+    /// driver's (or the system's) own error where there was one. Its text is also part of
+    /// the message, which is what the CLI prints.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &*self.kind {
             ErrorKind::MigrationFailed { error, .. } => Some(error),
-            _ => None,
+            _ => {
+                let cause = self.rest.cause.as_ref()?;
+                Some(&*cause.0 as &(dyn std::error::Error + 'static))
+            }
         }
     }
 }
@@ -343,11 +413,11 @@ impl serde::Serialize for Error {
             )?;
             map.serialize_entry("database", error)?;
         }
-        if let Some(secondary) = &self.secondary {
+        if let Some(secondary) = &self.rest.secondary {
             map.serialize_entry("secondary", secondary)?;
         }
-        if !self.completed.is_empty() {
-            map.serialize_entry("completed", &self.completed)?;
+        if !self.rest.completed.is_empty() {
+            map.serialize_entry("completed", &self.rest.completed)?;
         }
         map.end()
     }

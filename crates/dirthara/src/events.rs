@@ -106,6 +106,17 @@ pub enum Event {
         /// Why the last attempt failed, in the driver's words.
         reason: String,
     },
+    /// `locking = true` chose another lock than the database's usual one, because the
+    /// server cannot be trusted with it (CockroachDB behind a `postgres://` URL takes the
+    /// lease, not the session lock).
+    LockChosen {
+        /// The history connection, where the lock is taken.
+        connection: String,
+        /// The lock taken instead.
+        strategy: crate::report::LockStrategy,
+        /// Why, and how to say so explicitly.
+        reason: String,
+    },
     /// The command runs without a lock, as configured.
     Unlocked {
         /// The history connection, which a lock would have been taken on.
@@ -238,6 +249,11 @@ fn trace_event(event: &Event) {
         Event::Unlocked { connection } => {
             warn!(target: "dirthara", %connection, "running without the migration lock")
         }
+        Event::LockChosen {
+            connection,
+            strategy,
+            reason,
+        } => info!(target: "dirthara", %connection, %strategy, "{reason}"),
         Event::LockWaiting {
             lock,
             connection,

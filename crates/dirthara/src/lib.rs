@@ -75,6 +75,7 @@
 
 mod adopt;
 mod backend;
+mod backoff;
 mod code;
 pub mod config;
 mod engine;
@@ -129,8 +130,8 @@ pub use migration::{checksum, Direction, DownStep, Migration, StepFormat, DEFAUL
 pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
 pub use redact::redact_url;
 pub use report::{
-    ForceUnlockReport, LockReport, LockState, Operation, Preview, PreviewStep, RunReport,
-    StatusReport, StepReport,
+    ForceUnlockReport, LockReport, LockState, LockStrategy, Operation, OtherLock, Preview,
+    PreviewStep, RunReport, StatusReport, StepReport,
 };
 
 pub(crate) fn hostname() -> String {

@@ -65,6 +65,55 @@ impl From<crate::plan::Command> for Operation {
     }
 }
 
+/// The lock a command takes: the strategy `locking` chose on the database at hand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LockStrategy {
+    /// No lock, by configuration (`locking = false`); what a report says before a lock is taken.
+    #[default]
+    Off,
+    /// A named lock held by the history connection's session.
+    Session,
+    /// A lease row/document with an expiry, renewed while the command runs.
+    Lease,
+}
+
+impl LockStrategy {
+    /// The name as printed and in JSON: `off`, `session` or `lease`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockStrategy::Off => "off",
+            LockStrategy::Session => "session",
+            LockStrategy::Lease => "lease",
+        }
+    }
+
+    /// What the strategy holds, in a sentence: "the session lock", "the lease".
+    pub(crate) fn noun(self) -> &'static str {
+        match self {
+            LockStrategy::Off => "absent lock",
+            LockStrategy::Session => "session lock",
+            LockStrategy::Lease => "lease",
+        }
+    }
+
+    /// The wait when `lock_wait` is not set: a session lock waits for its holder; a lease
+    /// fails at once (the deploy orchestrator decides whether to retry).
+    pub(crate) fn default_wait(self) -> crate::config::LockWait {
+        match self {
+            LockStrategy::Lease => crate::config::LockWait::For(std::time::Duration::ZERO),
+            _ => crate::config::LockWait::Forever,
+        }
+    }
+}
+
+impl std::fmt::Display for LockStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The result of a command that changes the database.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 #[non_exhaustive]
@@ -86,8 +135,8 @@ pub struct RunReport {
     /// Warnings found while planning (e.g. `OUT_OF_ORDER`); each was also sent as an
     /// [`Event::Warning`](crate::Event::Warning).
     pub warnings: Vec<Warning>,
-    /// How the command was protected: `session`, `lease`, or `off`.
-    pub lock: String,
+    /// How the command was protected.
+    pub lock: LockStrategy,
 }
 
 /// A step as `preview` shows it.
@@ -190,10 +239,25 @@ pub struct LockReport {
     pub name: String,
     /// The history connection, where the lock is taken.
     pub connection: String,
-    /// The strategy in force: `session`, `lease`, `off`, or `none` when the backend cannot
-    /// lock as configured.
-    pub strategy: String,
+    /// The strategy in force; `None` (`null` in JSON) when the backend cannot lock as
+    /// configured.
+    pub strategy: Option<LockStrategy>,
     /// Whether, and by whom, the lock is held.
+    #[serde(flatten)]
+    pub state: LockState,
+    /// The other strategy's lock, when it is not free: held by a runner configured with
+    /// another `locking` (or with `locking` off, both are looked at). Empty in the usual case.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<OtherLock>,
+}
+
+/// A lock of another strategy than the one in force, as `status` and `unlock` found it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct OtherLock {
+    /// Which primitive: the session lock or the lease.
+    pub strategy: LockStrategy,
+    /// Whether, and by whom, it is held.
     #[serde(flatten)]
     pub state: LockState,
 }

@@ -242,20 +242,36 @@ impl Renderer {
 }
 
 fn lock_line(lock: &LockReport) -> String {
+    let strategy = lock.strategy.map_or("none", |s| s.name());
     let head = format!(
-        "lock `{}` on `{}` ({}):",
-        lock.name, lock.connection, lock.strategy
+        "lock `{}` on `{}` ({strategy}):",
+        lock.name, lock.connection
     );
-    match &lock.state {
-        LockState::Free => format!("{head} free"),
-        LockState::Held { holder, .. } => format!("{head} held by {holder}"),
-        LockState::Stale { holder } => {
-            format!("{head} stale (lease expired), last held by {holder}")
-        }
-        LockState::Unsupported { reason } => format!("{head} none: {reason}"),
-        LockState::Off => format!("{head} off (locking = false)"),
-        LockState::Unknown { reason } => format!("{head} state unknown: {reason}"),
+    let mut line = format!("{head} {}", state_words(&lock.state));
+    for other in &lock.others {
+        line.push_str(&format!(
+            "\n  also: the {} is {} (taken by a runner configured with `locking = \"{}\"`)",
+            match other.strategy {
+                dirthara::LockStrategy::Lease => "lease",
+                _ => "session lock",
+            },
+            state_words(&other.state),
+            other.strategy.name()
+        ));
+    }
+    line
+}
+
+/// A lock's state, after the head that names the lock.
+fn state_words(state: &LockState) -> String {
+    match state {
+        LockState::Free => "free".to_string(),
+        LockState::Held { holder, .. } => format!("held by {holder}"),
+        LockState::Stale { holder } => format!("stale (lease expired), last held by {holder}"),
+        LockState::Unsupported { reason } => format!("none: {reason}"),
+        LockState::Off => "off (locking = false)".to_string(),
+        LockState::Unknown { reason } => format!("state unknown: {reason}"),
         // A state a newer library reports that this renderer does not know by name.
-        other => format!("{head} {other:?}"),
+        other => format!("{other:?}"),
     }
 }

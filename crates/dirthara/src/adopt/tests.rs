@@ -30,18 +30,6 @@ fn from_table_must_be_a_plain_name() {
 }
 
 #[test]
-fn queries_quote_the_table_and_read_text() {
-    assert_eq!(
-        rows_sql(Tool::Goose, Flavour::Postgres, "goose_db_version"),
-        "SELECT \"version_id\"::text, \"is_applied\"::text FROM \"goose_db_version\" ORDER BY \"id\""
-    );
-    assert_eq!(
-        rows_sql(Tool::Sqlx, Flavour::Mysql, "_sqlx_migrations"),
-        "SELECT CAST(`version` AS CHAR), CAST(`success` AS CHAR) FROM `_sqlx_migrations` ORDER BY `version`"
-    );
-}
-
-#[test]
 fn sqlx_success_rows_are_applied_and_a_failed_one_is_refused() {
     let ok = parse(
         Tool::Sqlx,

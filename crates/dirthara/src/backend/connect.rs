@@ -1,6 +1,7 @@
 //! Opening connections: by URL scheme, retrying a database that is not reachable yet (a
 //! container still starting) up to the connect timeout, and running `init_sql` on each.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -8,9 +9,9 @@ use async_trait::async_trait;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 use super::database_message;
 use super::{Backend, BackendKind};
+use crate::backoff::Backoff;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink};
-use crate::lock::jittered;
 use crate::redact::redact_url;
 
 /// What the engine needs to open a connection.
@@ -18,6 +19,8 @@ use crate::redact::redact_url;
 pub(crate) struct ConnectRequest {
     /// The connection's configured name.
     pub name: String,
+    /// What the URL's scheme selects (parsed once per command, by the engine).
+    pub kind: BackendKind,
     pub url: String,
     /// The command, for the session's self-description (`dirthara migrate host:pid`).
     #[cfg_attr(not(any(feature = "postgres", feature = "mongodb")), allow(dead_code))]
@@ -44,8 +47,35 @@ pub(crate) trait Connector: Send + Sync {
 
 /// A failed connection attempt, and whether it is worth retrying (a server still starting).
 pub(crate) struct ConnectFailure {
+    /// What went wrong, in words (the driver's, with what we were doing).
     pub message: String,
+    /// The driver's own error, kept as the `CONNECTION_ERROR`'s `source()`.
+    pub cause: Option<Arc<dyn std::error::Error + Send + Sync>>,
     pub transient: bool,
+}
+
+impl ConnectFailure {
+    /// A failure of our own finding (a URL without a database name, ...): not worth retrying.
+    pub(crate) fn refused(message: impl Into<String>) -> Self {
+        ConnectFailure {
+            message: message.into(),
+            cause: None,
+            transient: false,
+        }
+    }
+
+    /// A failure the driver reported, with `message` saying what it means here.
+    pub(crate) fn driver(
+        message: impl Into<String>,
+        cause: impl std::error::Error + Send + Sync + 'static,
+        transient: bool,
+    ) -> Self {
+        ConnectFailure {
+            message: message.into(),
+            cause: Some(Arc::new(cause)),
+            transient,
+        }
+    }
 }
 
 /// Connects by URL scheme, retrying a database that is not reachable yet up to the timeout.
@@ -59,12 +89,11 @@ impl Connector for UrlConnector {
         request: &ConnectRequest,
         events: &EventSink,
     ) -> Result<Box<dyn Backend>> {
-        let kind = BackendKind::from_url(&request.url)?;
         let started = Instant::now();
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         let mut announced = Duration::ZERO;
         loop {
-            let failure = match connect_once(kind, request).await {
+            let failure = match connect_once(request.kind, request).await {
                 Ok(backend) => return Ok(backend),
                 Err(failure) => failure,
             };
@@ -78,14 +107,18 @@ impl Connector for UrlConnector {
                 } else {
                     String::new()
                 };
-                return Err(Error::new(ErrorKind::Connection {
+                let error = Error::new(ErrorKind::Connection {
                     connection: request.name.clone(),
                     message: format!(
                         "{} at {}{waited}",
                         failure.message,
                         redact_url(&request.url)
                     ),
-                }));
+                });
+                return Err(match failure.cause {
+                    Some(cause) => error.caused_by_shared(cause),
+                    None => error,
+                });
             }
             if elapsed >= announced {
                 events.emit(Event::ConnectionWaiting {
@@ -93,12 +126,11 @@ impl Connector for UrlConnector {
                     target: redact_url(&request.url),
                     reason: failure.message,
                 });
-                announced = elapsed + Duration::from_secs(5);
+                announced = elapsed.saturating_add(Duration::from_secs(5));
             }
             // Sleep, but never past the deadline: the last attempt is made at the deadline.
             let remaining = request.connect_timeout.saturating_sub(started.elapsed());
-            tokio::time::sleep(jittered(backoff).min(remaining)).await;
-            backoff = (backoff * 2).min(Duration::from_secs(2));
+            tokio::time::sleep(backoff.next_pause().min(remaining)).await;
         }
     }
 }
@@ -108,9 +140,10 @@ async fn connect_once(
     kind: BackendKind,
     request: &ConnectRequest,
 ) -> std::result::Result<Box<dyn Backend>, ConnectFailure> {
-    let unsupported = |feature: &str| ConnectFailure {
-        message: format!("this build of dirthara was compiled without the `{feature}` feature"),
-        transient: false,
+    let unsupported = |feature: &str| {
+        ConnectFailure::refused(format!(
+            "this build of dirthara was compiled without the `{feature}` feature"
+        ))
     };
     match kind {
         #[cfg(feature = "sqlite")]
@@ -141,13 +174,13 @@ pub(crate) fn run_init_sql(
     outcome: std::result::Result<(), sqlx::Error>,
     init_sql: &str,
 ) -> std::result::Result<(), ConnectFailure> {
-    outcome.map_err(|error| ConnectFailure {
-        message: format!(
+    outcome.map_err(|error| {
+        let message = format!(
             "its init_sql `{}` failed: {}",
             init_sql.trim(),
             database_message(&error)
-        ),
-        transient: false,
+        );
+        ConnectFailure::driver(message, error, false)
     })
 }
 
@@ -160,8 +193,5 @@ pub(crate) fn connect_failure(error: sqlx::Error) -> ConnectFailure {
         sqlx::Error::Database(db) => matches!(db.code().as_deref(), Some("57P03") | Some("08004")),
         _ => false,
     };
-    ConnectFailure {
-        message: database_message(&error),
-        transient,
-    }
+    ConnectFailure::driver(database_message(&error), error, transient)
 }

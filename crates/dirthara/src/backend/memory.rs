@@ -11,11 +11,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Backend, BackendKind, ConnectRequest, Connector, Step, StepBody, StepFailure};
+use super::{
+    Backend, BackendKind, Capabilities, ConnectRequest, Connector, Step, StepBody, StepFailure,
+};
 use crate::error::{DatabaseError, Error, Result};
 use crate::events::{EventSink, LockHolder};
 use crate::history::{AppliedMigration, HistoryChange};
-use crate::lock::SessionLock;
+use crate::lock::{LeaseStore, LockHost, LockSupport, SessionLock};
 
 #[derive(Debug, Default)]
 pub(crate) struct MemoryDb {
@@ -23,12 +25,19 @@ pub(crate) struct MemoryDb {
     /// `None`: no history table yet.
     pub history: Option<BTreeMap<i64, AppliedMigration>>,
     pub lock_holder: Option<u64>,
-    /// Every call, in order: `connect`, `lock`, `read`, `prepare`, `step 3`, `record`, `unlock`, ...
+    /// Every call, in order: `connect`, `lock`, `read`, `prepare`, `step on default`,
+    /// `record` (`record x2`: one write of two changes), `unlock`, ...
     pub calls: Vec<String>,
     pub fail_unlock: bool,
     pub next_session: u64,
     /// Whether steps and records share a transaction (PostgreSQL-like) or not (MySQL-like).
     pub non_transactional: bool,
+    /// Folds each step's completion into the next marker (MySQL-like).
+    pub folds_records: bool,
+    /// Atomic steps carry the session-lock check (PostgreSQL-like).
+    pub checks_lock_in_step: bool,
+    /// Steps that carried the lock check, by number of the call (`step+record` calls).
+    pub lock_checked_steps: usize,
     pub lease: crate::lock::lease::memory::MemoryLeaseStore,
 }
 
@@ -133,9 +142,32 @@ fn apply_change(db: &mut MemoryDb, change: &HistoryChange) {
 }
 
 #[async_trait]
+impl LockHost for MemoryBackend {
+    fn lock_support(&self) -> LockSupport {
+        BackendKind::Memory.lock_support()
+    }
+
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        Some(self)
+    }
+
+    async fn lease_store(&mut self, _create: bool) -> Result<Option<Box<dyn LeaseStore>>> {
+        Ok(Some(Box::new(self.with(|db| db.lease.clone()))))
+    }
+}
+
+#[async_trait]
 impl Backend for MemoryBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Memory
+    fn capabilities(&self) -> Capabilities {
+        self.with(|db| Capabilities {
+            database: "memory",
+            transactional_ddl: !db.non_transactional,
+            folds_records: db.folds_records,
+        })
+    }
+
+    fn lock_host(&mut self) -> &mut dyn LockHost {
+        self
     }
 
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
@@ -156,10 +188,6 @@ impl Backend for MemoryBackend {
         }))
     }
 
-    fn transactional_ddl(&self) -> bool {
-        !self.with(|db| db.non_transactional)
-    }
-
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
         let text = match step.body {
             StepBody::Text(text) => text,
@@ -178,11 +206,23 @@ impl Backend for MemoryBackend {
                 })
                 .map_err(|message| StepFailure::new(DatabaseError::from_message(message)));
         };
+        let session = self.session;
         self.with(|db| {
             db.calls.push("step+record".into());
+            if step.checks_lock {
+                db.lock_checked_steps += 1;
+            }
             // All or nothing: run against a copy of the tables, keep it only on success.
             let saved = db.tables.clone();
+            let lock_gone = step.checks_lock && db.lock_holder != Some(session);
             match run_text(db, text) {
+                // Like PostgreSQL's in-step guard: the whole step rolls back.
+                Ok(()) if lock_gone => {
+                    db.tables = saved;
+                    Err(StepFailure::new(DatabaseError::from_message(
+                        "dirthara: this session no longer holds the migration lock",
+                    )))
+                }
                 Ok(()) => {
                     apply_change(db, change);
                     Ok(())
@@ -197,35 +237,27 @@ impl Backend for MemoryBackend {
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
         self.with(|db| {
+            // One write, however many changes it carries: `record`, or `record xN`.
+            db.calls.push(match changes.len() {
+                1 => "record".to_string(),
+                n => format!("record x{n}"),
+            });
             for change in changes {
-                db.calls.push("record".into());
                 apply_change(db, change);
             }
         });
         Ok(())
     }
 
-    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
+    async fn drop_all(&mut self) -> Result<Vec<String>> {
+        let keep = crate::lock::lease_table(crate::history::DEFAULT_HISTORY_TABLE);
         Ok(self.with(|db| {
             db.calls.push("drop_all".into());
-            let dropped: Vec<String> = db
-                .tables
-                .iter()
-                .filter(|t| !keep.contains(t))
-                .cloned()
-                .collect();
-            db.tables.retain(|t| keep.contains(t));
+            let dropped: Vec<String> = db.tables.iter().filter(|t| **t != keep).cloned().collect();
+            db.tables.retain(|t| *t == keep);
             db.history = None;
             dropped
         }))
-    }
-
-    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
-        Some(self)
-    }
-
-    async fn open_lease_store(&mut self) -> Result<Box<dyn crate::lock::LeaseStore>> {
-        Ok(Box::new(self.with(|db| db.lease.clone())))
     }
 
     async fn close(self: Box<Self>) {
@@ -291,6 +323,10 @@ impl SessionLock for MemoryBackend {
     async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
         tokio::time::sleep(max.min(Duration::from_millis(5))).await;
         Ok(())
+    }
+
+    fn verifies_in_step(&self) -> bool {
+        self.with(|db| db.checks_lock_in_step)
     }
 
     async fn force_unlock(&mut self) -> Result<Vec<String>> {

@@ -14,12 +14,12 @@ use mongodb::options::ClientOptions;
 use mongodb::{Client, ClientSession, Database};
 
 use super::history_tables::{self, Known};
-use super::{session_label, Backend, BackendKind, ConnectFailure, ConnectRequest};
+use super::{session_label, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
 use super::{Step, StepBody, StepFailure};
 use crate::code::{Connection, RustMigration};
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange};
-use crate::lock::{lease_table, LeaseStore};
+use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport};
 use crate::migration::Direction;
 
 mod commands;
@@ -38,13 +38,15 @@ pub(crate) struct MongoBackend {
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
-    let mut options = ClientOptions::parse(&request.url)
-        .await
-        .map_err(|e| ConnectFailure {
-            message: format!("invalid MongoDB URL: {}", mongo_message(&e)),
-            // An SRV lookup that failed may succeed once DNS is up.
-            transient: matches!(*e.kind, MongoErrorKind::DnsResolve { .. }),
-        })?;
+    let mut options = ClientOptions::parse(&request.url).await.map_err(|e| {
+        // An SRV lookup that failed may succeed once DNS is up.
+        let transient = matches!(*e.kind, MongoErrorKind::DnsResolve { .. });
+        ConnectFailure::driver(
+            format!("invalid MongoDB URL: {}", mongo_message(&e)),
+            e,
+            transient,
+        )
+    })?;
     options.app_name = Some(session_label(&request.operation));
     // Fail each attempt quickly; the connector retries up to --connect-timeout.
     let attempt = request
@@ -53,15 +55,12 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     options.server_selection_timeout = Some(attempt);
     options.connect_timeout = Some(attempt);
     let Some(database) = options.default_database.clone() else {
-        return Err(ConnectFailure {
-            message: "no database name in the URL's path (write it as mongodb://host/app)".into(),
-            transient: false,
-        });
+        return Err(ConnectFailure::refused(
+            "no database name in the URL's path (write it as mongodb://host/app)",
+        ));
     };
-    let client = Client::with_options(options).map_err(|e| ConnectFailure {
-        message: mongo_message(&e),
-        transient: false,
-    })?;
+    let client = Client::with_options(options)
+        .map_err(|e| ConnectFailure::driver(mongo_message(&e), e, false))?;
     let db = client.database(&database);
     if let Err(e) = db.run_command(doc! { "ping": 1 }).await {
         let transient = matches!(
@@ -70,10 +69,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
                 | MongoErrorKind::Io(_)
                 | MongoErrorKind::ConnectionPoolCleared { .. }
         );
-        return Err(ConnectFailure {
-            message: mongo_message(&e),
-            transient,
-        });
+        return Err(ConnectFailure::driver(mongo_message(&e), e, transient));
     }
     Ok(Box::new(MongoBackend {
         client,
@@ -92,7 +88,7 @@ enum Work<'a> {
 
 impl MongoBackend {
     fn error(&self, error: mongodb::error::Error) -> Error {
-        Error::history(&self.connection, mongo_message(&error))
+        Error::history(&self.connection, mongo_message(&error)).caused_by(error)
     }
 
     async fn perform(
@@ -111,7 +107,7 @@ impl MongoBackend {
                     Direction::Up => code.up(conn).await,
                     Direction::Down => code.down(conn).await,
                 }
-                .map_err(|e| StepFailure::new(DatabaseError::from_message(e.to_string())))
+                .map_err(|e| StepFailure::new(DatabaseError::from_rust_migration(e)))
             }
         }
     }
@@ -158,9 +154,34 @@ async fn end(
 }
 
 #[async_trait]
+impl LockHost for MongoBackend {
+    fn lock_support(&self) -> LockSupport {
+        BackendKind::Mongo.lock_support()
+    }
+
+    async fn lease_store(&mut self, create: bool) -> Result<Option<Box<dyn LeaseStore>>> {
+        // The driver's client is a pool: the lease store shares it safely with the heartbeat.
+        // Reading a collection that does not exist creates nothing and finds no lease.
+        let table = lease_table(&self.table);
+        let store =
+            lease::MongoLeaseStore::open(self.db.clone(), &table, &self.connection, create).await?;
+        Ok(Some(Box::new(store)))
+    }
+}
+
+#[async_trait]
 impl Backend for MongoBackend {
-    fn kind(&self) -> BackendKind {
-        BackendKind::Mongo
+    /// A step declared `"transaction": true` commits with its record.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            database: "mongodb",
+            transactional_ddl: true,
+            folds_records: false,
+        }
+    }
+
+    fn lock_host(&mut self) -> &mut dyn LockHost {
+        self
     }
 
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
@@ -169,11 +190,6 @@ impl Backend for MongoBackend {
 
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
         history_tables::prepare(self).await
-    }
-
-    /// A step declared `"transaction": true` commits with its record.
-    fn transactional_ddl(&self) -> bool {
-        true
     }
 
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
@@ -211,9 +227,10 @@ impl Backend for MongoBackend {
         Ok(())
     }
 
-    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
-        // The history goes too (unless kept): look again before using it.
+    async fn drop_all(&mut self) -> Result<Vec<String>> {
+        // The history goes too: look again before using it.
         self.known.forget();
+        let keep = lease_table(&self.table);
         let names = self
             .db
             .list_collection_names()
@@ -221,7 +238,7 @@ impl Backend for MongoBackend {
             .map_err(|e| self.error(e))?;
         let mut dropped = Vec::new();
         for name in names {
-            if keep.contains(&name) || name.starts_with("system.") {
+            if name == keep || name.starts_with("system.") {
                 continue;
             }
             self.db
@@ -233,13 +250,6 @@ impl Backend for MongoBackend {
         }
         dropped.sort();
         Ok(dropped)
-    }
-
-    async fn open_lease_store(&mut self) -> Result<Box<dyn LeaseStore>> {
-        // The driver's client is a pool: the lease store shares it safely with the heartbeat.
-        let table = lease_table(&self.table);
-        let store = lease::MongoLeaseStore::open(self.db.clone(), &table, &self.connection).await?;
-        Ok(Box::new(store))
     }
 
     async fn close(self: Box<Self>) {

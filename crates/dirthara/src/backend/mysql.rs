@@ -21,12 +21,14 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 
 use super::sql::{Dialect, SqlBackend, SqlDriver};
 use super::{
-    connect_failure, database_message, Backend, BackendKind, ConnectFailure, ConnectRequest,
+    connect_failure, database_message, servers, Backend, Capabilities, ConnectFailure,
+    ConnectRequest,
 };
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{DatabaseError, Error, ErrorKind, Result};
 use crate::events::LockHolder;
-use crate::lock::{SessionLock, LOCK_NAME};
+use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
 use crate::migration::hex;
+use crate::source::sql;
 
 /// MySQL limits user-lock names to 64 characters.
 const MAX_LOCK_NAME: usize = 64;
@@ -47,6 +49,9 @@ pub(crate) struct MySqlDriver {
     /// A wait (`wait_for_release`) took the lock; the next `try_lock` reports it instead of
     /// asking again (a second `GET_LOCK` would nest: one release would not free it).
     granted: bool,
+    /// What the server offers for locking, from what it says it is (`VERSION()`,
+    /// `@@version_comment`): TiDB and Vitess speak MySQL's protocol, with other named locks.
+    lock_support: LockSupport,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -55,10 +60,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         None => request.url.clone(),
     };
     let options = MySqlConnectOptions::from_str(&url)
-        .map_err(|e| ConnectFailure {
-            message: format!("invalid MySQL URL: {e}"),
-            transient: false,
-        })?
+        .map_err(|e| ConnectFailure::driver(format!("invalid MySQL URL: {e}"), e, false))?
         .disable_statement_logging();
     let mut conn = options.connect().await.map_err(connect_failure)?;
     if let Some(init_sql) = &request.init_sql {
@@ -67,17 +69,20 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     // Resolved once, after `init_sql`: dirthara's own statements name their tables in this
     // database, whatever `USE` a migration runs.
     let row = conn
-        .fetch_one("SELECT CAST(DATABASE() AS CHAR), CAST(CONNECTION_ID() AS SIGNED)")
+        .fetch_one(
+            "SELECT CAST(DATABASE() AS CHAR), CAST(CONNECTION_ID() AS SIGNED), \
+             CAST(VERSION() AS CHAR), CAST(@@version_comment AS CHAR)",
+        )
         .await
         .map_err(connect_failure)?;
     let database: Option<String> = row.try_get(0).map_err(connect_failure)?;
     let id: i64 = row.try_get(1).map_err(connect_failure)?;
+    let version = text_column(&row, 2).ok().flatten().unwrap_or_default();
+    let comment = text_column(&row, 3).ok().flatten().unwrap_or_default();
     let Some(database) = database else {
-        return Err(ConnectFailure {
-            message: "the URL names no database; add it as the path, e.g. mysql://user@host/app"
-                .into(),
-            transient: false,
-        });
+        return Err(ConnectFailure::refused(
+            "the URL names no database; add it as the path, e.g. mysql://user@host/app",
+        ));
     };
     let driver = MySqlDriver {
         conn,
@@ -89,12 +94,9 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         id,
         waiting: false,
         granted: false,
+        lock_support: servers::mysql_lock_support(&version, &comment),
     };
-    Ok(Box::new(SqlBackend::new(
-        driver,
-        BackendKind::Mysql,
-        request,
-    )))
+    Ok(Box::new(SqlBackend::new(driver, request)))
 }
 
 /// Named locks are server-wide, so the key carries the database and history table:
@@ -115,6 +117,7 @@ impl MySqlDriver {
             connection: self.connection.clone(),
             reason: database_message(&error),
         })
+        .caused_by(error)
     }
 
     /// The one value of a plain-text `SELECT` (NULL as `None`).
@@ -176,6 +179,7 @@ impl SqlDriver for MySqlDriver {
             id,
             waiting: false,
             granted: false,
+            lock_support: self.lock_support,
         }))
     }
 
@@ -194,12 +198,50 @@ impl SqlDriver for MySqlDriver {
             .collect()
     }
 
-    fn transactional_ddl(&self) -> bool {
-        false
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            database: "mysql",
+            transactional_ddl: false,
+            folds_records: true,
+        }
+    }
+
+    fn lock_support(&self) -> LockSupport {
+        self.lock_support
     }
 
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
-        Some(self)
+        self.lock_support
+            .has_session_lock()
+            .then_some(self as &mut dyn SessionLock)
+    }
+
+    /// A script written for the mysql client (`DELIMITER $$ ... $$`), split as that client
+    /// splits it.
+    fn client_statements<'t>(&self, text: &'t str) -> Option<Vec<sql::Statement<'t>>> {
+        if !sql::has_client_delimiter(text) {
+            return None;
+        }
+        sql::mysql_client_statements(text).ok()
+    }
+
+    /// MySQL says where a syntax error is as `... at line N` of the statement that failed;
+    /// that line is known in the file when `statement` is one statement.
+    fn locate(&self, error: &mut DatabaseError, statement: &str, first_line: usize) {
+        if error.line.is_some() {
+            return;
+        }
+        let Some(line) = error
+            .message
+            .rsplit_once(" at line ")
+            .and_then(|(_, n)| n.trim().parse::<usize>().ok())
+        else {
+            return;
+        };
+        // Lines count from the start of the text sent, comments included.
+        if sql::split_statements(statement, sql::SqlDialect::MySql).len() == 1 {
+            error.line = Some((first_line + line).saturating_sub(1));
+        }
     }
 
     fn connection(&mut self) -> crate::code::Connection<'_> {

@@ -20,11 +20,11 @@ use sqlx::{ConnectOptions, Connection, Executor, Row};
 
 use super::sql::{text_rows, Dialect, RecordFn, SqlBackend, SqlDriver};
 use super::{
-    connect_failure, database_error, database_message, session_label, Backend, BackendKind,
-    ConnectFailure, ConnectRequest, StepFailure,
+    connect_failure, database_error, database_message, servers, session_label, Backend,
+    Capabilities, ConnectFailure, ConnectRequest, StepFailure,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::{SessionLock, LOCK_NAME};
+use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
 use pooler::{SessionCheck, Suspect};
 
 /// The channel a releasing runner notifies and waiting runners listen on.
@@ -43,8 +43,9 @@ pub(crate) struct PgDriver {
     /// The server's end of the connection is where we connected: no proxy in between, so
     /// the lock needs no pooler check.
     direct: bool,
-    /// The key of the lock this session holds, once taken: atomic steps then carry a guard.
-    held_key: Option<i64>,
+    /// What the server offers for locking, from what it says it is (`version()`): a
+    /// PostgreSQL-compatible server may fake advisory locks.
+    lock_support: LockSupport,
     /// Opened only when this runner has to wait.
     listener: Option<PgListener>,
     listener_failed: bool,
@@ -59,10 +60,7 @@ pub(crate) struct PgDriver {
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
     let options = PgConnectOptions::from_str(&request.url)
-        .map_err(|e| ConnectFailure {
-            message: format!("invalid PostgreSQL URL: {e}"),
-            transient: false,
-        })?
+        .map_err(|e| ConnectFailure::driver(format!("invalid PostgreSQL URL: {e}"), e, false))?
         .application_name(&session_label(&request.operation))
         .disable_statement_logging();
     let (conn, setup, identity) = open(&options, request.init_sql.as_deref()).await?;
@@ -70,23 +68,19 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         lock_key: lock_key(&identity.database, &identity.schema, &request.history_table),
         database_oid: identity.database_oid,
         direct: reaches_server_directly(&options, &identity.server_address, identity.server_port),
+        lock_support: servers::postgres_lock_support(&identity.version),
         schema: identity.schema,
         conn,
         options,
         url: request.url.clone(),
         connection: request.name.clone(),
-        held_key: None,
         listener: None,
         listener_failed: false,
         setup,
         session_used: false,
         session_check: None,
     };
-    Ok(Box::new(SqlBackend::new(
-        driver,
-        BackendKind::Postgres,
-        request,
-    )))
+    Ok(Box::new(SqlBackend::new(driver, request)))
 }
 
 /// By default PostgreSQL notices a vanished client only when it next writes to it, so a
@@ -97,10 +91,11 @@ const CHECK_INTERVAL: &str = "SET client_connection_check_interval = '1s'";
 
 /// What a session learns about itself once, after its setup (which may set the search_path):
 /// every statement dirthara sends for itself names its tables in this schema, whatever a
-/// migration does; the server's own address tells a direct connection from a proxy.
+/// migration does; the server's own address tells a direct connection from a proxy; and
+/// `version()` tells PostgreSQL from a server that only speaks its protocol.
 const IDENTITY: &str = "SELECT current_database()::text, coalesce(current_schema()::text, ''), \
      (SELECT oid FROM pg_database WHERE datname = current_database())::bigint, \
-     coalesce(host(inet_server_addr()), ''), coalesce(inet_server_port(), 0)";
+     coalesce(host(inet_server_addr()), ''), coalesce(inet_server_port(), 0), version()::text";
 
 struct Identity {
     database: String,
@@ -108,6 +103,7 @@ struct Identity {
     database_oid: i64,
     server_address: String,
     server_port: i32,
+    version: String,
 }
 
 fn identity(row: &sqlx::postgres::PgRow) -> Result<Identity, sqlx::Error> {
@@ -117,6 +113,7 @@ fn identity(row: &sqlx::postgres::PgRow) -> Result<Identity, sqlx::Error> {
         database_oid: row.try_get(2)?,
         server_address: row.try_get(3)?,
         server_port: row.try_get(4)?,
+        version: row.try_get(5)?,
     })
 }
 
@@ -205,6 +202,7 @@ impl PgDriver {
             connection: self.connection.clone(),
             reason: database_message(&error),
         })
+        .caused_by(error)
     }
 
     /// A failed session check as the error the runner stops with.
@@ -296,7 +294,7 @@ impl SqlDriver for PgDriver {
             lock_key: self.lock_key,
             database_oid: self.database_oid,
             direct: self.direct,
-            held_key: None,
+            lock_support: self.lock_support,
             listener: None,
             listener_failed: false,
             setup: self.setup.clone(),
@@ -313,14 +311,15 @@ impl SqlDriver for PgDriver {
         &mut self,
         step: &str,
         record: Option<&RecordFn<'_>>,
+        checks_lock: bool,
     ) -> Option<Result<(), StepFailure>> {
         // One round trip: PostgreSQL runs a multi-statement simple query as one implicit
         // transaction, so the session reset, the lock check, the step and its record commit
         // together or not at all. The record measures the step's duration itself (`None`).
         // A newline before `;` ends a trailing `--` comment in the step.
         let mut head = self.take_reset();
-        if let (Some(_), Some(key)) = (record, self.held_key) {
-            head.push_str(&lock_guard(key));
+        if record.is_some() && checks_lock {
+            head.push_str(&lock_guard(self.lock_key));
             head.push('\n');
         }
         let sql = match record {
@@ -347,8 +346,22 @@ impl SqlDriver for PgDriver {
         Some(self.schema.as_str()).filter(|s| !s.is_empty())
     }
 
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            database: "postgres",
+            transactional_ddl: true,
+            folds_records: false,
+        }
+    }
+
+    fn lock_support(&self) -> LockSupport {
+        self.lock_support
+    }
+
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
-        Some(self)
+        self.lock_support
+            .has_session_lock()
+            .then_some(self as &mut dyn SessionLock)
     }
 
     fn connection(&mut self) -> crate::code::Connection<'_> {

@@ -7,12 +7,12 @@
 use async_trait::async_trait;
 
 use super::history_tables::{self, Known};
-use super::{database_message, Backend, BackendKind, ConnectRequest, Step};
+use super::{database_message, Backend, Capabilities, ConnectRequest, Step};
 use super::{StepBody, StepFailure};
 use crate::code::Connection;
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange};
-use crate::lock::{lease_table, LeaseStore, SessionLock};
+use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 
 mod dialect;
 mod history;
@@ -70,10 +70,15 @@ pub(crate) trait SqlDriver: Send {
     /// runs a multi-statement message as one transaction (PostgreSQL). `None` where it does
     /// not: the backend then brackets them in a transaction statement by statement. On
     /// failure the transaction is rolled back before this returns.
+    ///
+    /// With `checks_lock`, the message also fails (rolled back) unless this session still
+    /// holds the session lock; only a driver whose session lock says
+    /// [`SessionLock::verifies_in_step`] is asked that.
     async fn execute_atomically(
         &mut self,
         _step: &str,
         _record: Option<&RecordFn<'_>>,
+        _checks_lock: bool,
     ) -> Option<Result<(), StepFailure>> {
         None
     }
@@ -97,10 +102,11 @@ pub(crate) trait SqlDriver: Send {
     /// lives in, resolved once when the connection opened.
     fn schema(&self) -> Option<&str>;
 
-    /// Whether DDL can be rolled back (false on MySQL, where it commits implicitly).
-    fn transactional_ddl(&self) -> bool {
-        true
-    }
+    /// What the database can do (see [`Capabilities`]).
+    fn capabilities(&self) -> Capabilities;
+
+    /// What the server offers for locking, as learnt when the connection opened.
+    fn lock_support(&self) -> LockSupport;
 
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
         None
@@ -109,13 +115,32 @@ pub(crate) trait SqlDriver: Send {
     /// The connection a Rust migration receives.
     fn connection(&mut self) -> Connection<'_>;
 
+    /// A script written for the database's command-line client (MySQL's `DELIMITER $$ ...
+    /// $$`), split as that client splits it; `None` for text the server takes whole. (The
+    /// loader already refused a script that does not split.)
+    fn client_statements<'t>(
+        &self,
+        _text: &'t str,
+    ) -> Option<Vec<crate::source::sql::Statement<'t>>> {
+        None
+    }
+
+    /// Points `error` at the line of the file where the driver can tell it from what the
+    /// database said about `statement`, which starts at `first_line` of the file.
+    fn locate(
+        &self,
+        _error: &mut crate::error::DatabaseError,
+        _statement: &str,
+        _first_line: usize,
+    ) {
+    }
+
     async fn close(self: Box<Self>);
 }
 
 /// A [`Backend`] for any SQL database, given its driver.
 pub(crate) struct SqlBackend<D> {
     driver: D,
-    kind: BackendKind,
     connection: String,
     /// The history and meta tables, qualified with the schema resolved at connect.
     names: HistoryNames,
@@ -125,11 +150,10 @@ pub(crate) struct SqlBackend<D> {
 impl<D: SqlDriver> SqlBackend<D> {
     /// The backend of a freshly opened driver: the history's names are fixed here, in the
     /// schema (or database) the session resolved after its `init_sql`.
-    pub(crate) fn new(driver: D, kind: BackendKind, request: &ConnectRequest) -> Self {
+    pub(crate) fn new(driver: D, request: &ConnectRequest) -> Self {
         let names = HistoryNames::new(driver.dialect(), driver.schema(), &request.history_table);
         SqlBackend {
             driver,
-            kind,
             connection: request.name.clone(),
             names,
             known: Known::default(),
@@ -137,7 +161,7 @@ impl<D: SqlDriver> SqlBackend<D> {
     }
 
     fn history_error(&self, error: sqlx::Error) -> Error {
-        Error::history(&self.connection, database_message(&error))
+        Error::history(&self.connection, database_message(&error)).caused_by(error)
     }
 
     fn change_sql(&self, change: &HistoryChange, elapsed: Option<std::time::Duration>) -> String {
@@ -146,9 +170,49 @@ impl<D: SqlDriver> SqlBackend<D> {
 }
 
 #[async_trait]
+impl<D: SqlDriver> LockHost for SqlBackend<D> {
+    fn lock_support(&self) -> LockSupport {
+        self.driver.lock_support()
+    }
+
+    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
+        self.driver.session_lock()
+    }
+
+    async fn lease_store(&mut self, create: bool) -> Result<Option<Box<dyn LeaseStore>>> {
+        let table = lease_table(&self.names.table);
+        if !create {
+            let dialect = self.driver.dialect();
+            let found = self
+                .driver
+                .fetch_text(&dialect.existing_tables_sql(&[&table]))
+                .await
+                .map_err(|e| self.history_error(e))?;
+            if found.is_empty() {
+                return Ok(None);
+            }
+        }
+        // Its own connection: the heartbeat renews while a migration runs on ours.
+        let driver = self.driver.open_sibling().await.map_err(|e| {
+            Error::new(crate::ErrorKind::Connection {
+                connection: self.connection.clone(),
+                message: database_message(&e),
+            })
+            .caused_by(e)
+        })?;
+        let store = lease::SqlLeaseStore::open(driver, table, self.connection.clone()).await?;
+        Ok(Some(Box::new(store)))
+    }
+}
+
+#[async_trait]
 impl<D: SqlDriver> Backend for SqlBackend<D> {
-    fn kind(&self) -> BackendKind {
-        self.kind
+    fn capabilities(&self) -> Capabilities {
+        self.driver.capabilities()
+    }
+
+    fn lock_host(&mut self) -> &mut dyn LockHost {
+        self
     }
 
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
@@ -159,10 +223,6 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         history_tables::prepare(self).await
     }
 
-    fn transactional_ddl(&self) -> bool {
-        self.driver.transactional_ddl()
-    }
-
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure> {
         let transactional = step.transactional || step.record.is_some();
         match step.body {
@@ -171,7 +231,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                     .await
             }
             StepBody::Text(text) => match step.record {
-                Some(change) => self.run_in_transaction(text, Some(change)).await,
+                Some(change) => {
+                    self.run_in_transaction(text, Some(change), step.checks_lock)
+                        .await
+                }
                 None => self.run_text(text, transactional).await,
             },
         }
@@ -200,9 +263,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         sent.map_err(|e| self.history_error(e))
     }
 
-    async fn drop_all(&mut self, keep: &[String]) -> Result<Vec<String>> {
-        // The history goes too (unless kept): look again before using it.
+    async fn drop_all(&mut self) -> Result<Vec<String>> {
+        // The history goes too: look again before using it.
         self.known.forget();
+        let keep = lease_table(&self.names.table);
         let dialect = self.driver.dialect();
         let rows = self
             .driver
@@ -213,9 +277,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             .into_iter()
             .filter_map(
                 |r| match (r.first().cloned().flatten(), r.get(1).cloned().flatten()) {
-                    (Some(kind), Some(name)) if !keep.contains(&name) => {
-                        Some(DbObject { kind, name })
-                    }
+                    (Some(kind), Some(name)) if name != keep => Some(DbObject { kind, name }),
                     _ => None,
                 },
             )
@@ -231,32 +293,28 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         Ok(objects.into_iter().map(|o| o.name).collect())
     }
 
-    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
-        self.driver.session_lock()
-    }
-
-    async fn open_lease_store(&mut self) -> Result<Box<dyn LeaseStore>> {
-        // Its own connection: the heartbeat renews while a migration runs on ours.
-        let driver = self.driver.open_sibling().await.map_err(|e| {
-            Error::new(crate::ErrorKind::Connection {
-                connection: self.connection.clone(),
-                message: database_message(&e),
-            })
-        })?;
-        let table = lease_table(&self.names.table);
-        let store = lease::SqlLeaseStore::open(driver, table, self.connection.clone()).await?;
-        Ok(Box::new(store))
+    async fn read_table(
+        &mut self,
+        table: &str,
+        columns: &[&str],
+        order_by: &str,
+    ) -> Result<Option<Vec<Vec<Option<String>>>>> {
+        let dialect = self.driver.dialect();
+        let found = self
+            .driver
+            .fetch_text(&dialect.existing_tables_sql(&[table]))
+            .await
+            .map_err(|e| self.history_error(e))?;
+        if found.is_empty() {
+            return Ok(None);
+        }
+        let sql = dialect.read_table_sql(table, columns, order_by);
+        let rows = self.driver.fetch_text(&sql).await;
+        rows.map(Some).map_err(|e| self.history_error(e))
     }
 
     async fn close(self: Box<Self>) {
         Box::new(self.driver).close().await
-    }
-
-    async fn read_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
-        self.driver
-            .fetch_text(sql)
-            .await
-            .map_err(|e| self.history_error(e))
     }
 }
 
@@ -284,6 +342,27 @@ mod tests {
         assert_eq!(Dialect::Mysql.literal("a\\'b"), "'a\\\\''b'");
         assert_eq!(Dialect::Mysql.ident("we`ird"), "`we``ird`");
         assert_eq!(Dialect::Sqlite.ident("t"), "\"t\"");
+    }
+
+    #[test]
+    fn another_tools_table_is_read_quoted_and_as_text() {
+        assert_eq!(
+            Dialect::Postgres.read_table_sql(
+                "goose_db_version",
+                &["version_id", "is_applied"],
+                "id"
+            ),
+            "SELECT (\"version_id\")::text, (\"is_applied\")::text FROM \"goose_db_version\" ORDER BY \"id\""
+        );
+        assert_eq!(
+            Dialect::Mysql.read_table_sql("_sqlx_migrations", &["version", "success"], "version"),
+            "SELECT CAST(`version` AS CHAR), CAST(`success` AS CHAR) FROM `_sqlx_migrations` ORDER BY `version`"
+        );
+        // Names are quoted with their quotes doubled, whatever reaches here.
+        assert_eq!(
+            Dialect::Sqlite.read_table_sql("a\"b", &["v"], "v"),
+            "SELECT CAST(\"v\" AS TEXT) FROM \"a\"\"b\" ORDER BY \"v\""
+        );
     }
 
     #[test]

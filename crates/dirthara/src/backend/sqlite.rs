@@ -1,5 +1,5 @@
 //! SQLite: history and steps on one connection; no lock of its own (the engine refuses
-//! `locking = true` before connecting, see `lock::Strategy`).
+//! `locking = true` before connecting, see `lock::resolve_strategy`).
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -9,7 +9,8 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection, Executor};
 
 use super::sql::{text_rows, Dialect, SqlBackend, SqlDriver};
-use super::{connect_failure, Backend, BackendKind, ConnectFailure, ConnectRequest};
+use super::{connect_failure, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
+use crate::lock::LockSupport;
 
 pub(crate) struct SqliteDriver {
     conn: SqliteConnection,
@@ -18,10 +19,8 @@ pub(crate) struct SqliteDriver {
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
-    let mut options = SqliteConnectOptions::from_str(&request.url).map_err(|e| ConnectFailure {
-        message: format!("invalid SQLite URL: {e}"),
-        transient: false,
-    })?;
+    let mut options = SqliteConnectOptions::from_str(&request.url)
+        .map_err(|e| ConnectFailure::driver(format!("invalid SQLite URL: {e}"), e, false))?;
     // A read-only command (status, preview, unlock) must not create the file it reads: a
     // database that does not exist yet is read as an empty one.
     if request.read_only && !options.get_filename().exists() && !is_in_memory(&request.url) {
@@ -41,11 +40,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         options,
         init_sql: request.init_sql.clone(),
     };
-    Ok(Box::new(SqlBackend::new(
-        driver,
-        BackendKind::Sqlite,
-        request,
-    )))
+    Ok(Box::new(SqlBackend::new(driver, request)))
 }
 
 fn is_in_memory(url: &str) -> bool {
@@ -83,6 +78,18 @@ impl SqlDriver for SqliteDriver {
 
     fn schema(&self) -> Option<&str> {
         None
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            database: "sqlite",
+            transactional_ddl: true,
+            folds_records: false,
+        }
+    }
+
+    fn lock_support(&self) -> LockSupport {
+        BackendKind::Sqlite.lock_support()
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

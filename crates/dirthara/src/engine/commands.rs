@@ -1,15 +1,50 @@
-//! The locked commands: each validates the configuration once, loads the migrations, opens a
-//! [`Session`] (connect, then lock), runs, and lets the session release everything.
+//! The locked commands, each one body run by [`Migrator::locked`]: validate the configuration
+//! once, load the migrations, open a [`Session`] (connect, then lock), run the body, and let
+//! the session release everything whatever happened.
 
 use super::session::Session;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::error::Result;
-use crate::migration::DownSteps;
+use crate::migration::{DownSteps, Migration};
 use crate::plan::{Command, Resolution, RollbackScope};
 use crate::report::{Operation, RunReport};
 
 impl Migrator {
+    /// The one skeleton of every locked command: load and connect, take the lock, run
+    /// `body` on the session, and release the lock and every connection whatever it returned.
+    /// With `runs_steps`, every connection a migration names must have a URL too.
+    async fn locked<T>(
+        &self,
+        operation: &str,
+        downs: DownSteps,
+        runs_steps: bool,
+        body: impl AsyncFnOnce(&mut Session<'_>, &[Migration]) -> Result<T>,
+    ) -> Result<T> {
+        let connections = self.connections();
+        let (available, history) = self
+            .load_and_connect(&connections, operation, downs, runs_steps)
+            .await?;
+        let mut session = Session::open(self, &connections, operation, history).await?;
+        let result = body(&mut session, &available);
+        #[cfg(feature = "tracing")]
+        let result = tracing::Instrument::instrument(
+            result,
+            tracing::info_span!(target: "dirthara", "dirthara.command", operation),
+        );
+        let result = result.await;
+        session.finish(result).await
+    }
+
+    /// A report of `operation`, under the lock `session` holds.
+    fn report(session: &Session<'_>, operation: Operation) -> RunReport {
+        RunReport {
+            operation,
+            lock: session.strategy(),
+            ..RunReport::default()
+        }
+    }
+
     /// Applies every pending migration, in version order, as one new batch.
     ///
     /// # Examples
@@ -124,23 +159,12 @@ impl Migrator {
 
     /// Runs any planned command under the lock.
     pub async fn run(&self, command: Command) -> Result<RunReport> {
-        let (available, strategy, history) = self
-            .load_and_connect(command.name(), command.down_steps(), true)
-            .await?;
-        let mut session = Session::open(self, command.name(), strategy, history).await?;
-        let mut report = RunReport {
-            operation: command.into(),
-            lock: session.strategy().name().to_string(),
-            ..RunReport::default()
+        let body = async |session: &mut Session<'_>, available: &[Migration]| {
+            let mut report = Self::report(session, command.into());
+            session.run_command(available, command, &mut report).await?;
+            Ok(report)
         };
-        let result = session.run_command(&available, command, &mut report);
-        #[cfg(feature = "tracing")]
-        let result = tracing::Instrument::instrument(
-            result,
-            tracing::info_span!(target: "dirthara", "dirthara.command", operation = command.name()),
-        );
-        let result = result.await;
-        session.finish(result.map(|()| report)).await
+        (self.locked(command.name(), command.down_steps(), true, body)).await
     }
 
     /// Records every migration up to `version` as applied without running it (adopting a
@@ -164,17 +188,12 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn baseline(&self, version: i64) -> Result<RunReport> {
-        let (available, strategy, history) = self
-            .load_and_connect("baseline", DownSteps::Skip, false)
-            .await?;
-        let mut session = Session::open(self, "baseline", strategy, history).await?;
-        let mut report = RunReport {
-            operation: Operation::Baseline,
-            lock: session.strategy().name().to_string(),
-            ..RunReport::default()
+        let body = async |session: &mut Session<'_>, available: &[Migration]| {
+            let mut report = Self::report(session, Operation::Baseline);
+            session.baseline(available, version, &mut report).await?;
+            Ok(report)
         };
-        let result = session.baseline(&available, version, &mut report).await;
-        session.finish(result.map(|()| report)).await
+        self.locked("baseline", DownSteps::Skip, false, body).await
     }
 
     /// Adopts another tool's history (`baseline --from <tool>`): under the lock, reads that
@@ -199,12 +218,10 @@ impl Migrator {
     /// ```
     pub async fn baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
-        let (available, strategy, history) = self
-            .load_and_connect("baseline", DownSteps::Skip, false)
-            .await?;
-        let mut session = Session::open(self, "baseline", strategy, history).await?;
-        let result = session.baseline_from(&available, source).await;
-        session.finish(result).await
+        let body = async |session: &mut Session<'_>, available: &[Migration]| {
+            session.baseline_from(available, source).await
+        };
+        self.locked("baseline", DownSteps::Skip, false, body).await
     }
 
     /// Records what an operator fixed by hand (see [`Resolution`]).
@@ -228,18 +245,13 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn resolve(&self, version: i64, resolution: Resolution) -> Result<RunReport> {
-        let (available, strategy, history) = self
-            .load_and_connect("resolve", DownSteps::Skip, false)
-            .await?;
-        let mut session = Session::open(self, "resolve", strategy, history).await?;
-        let mut report = RunReport {
-            operation: Operation::Resolve,
-            lock: session.strategy().name().to_string(),
-            ..RunReport::default()
+        let body = async |session: &mut Session<'_>, available: &[Migration]| {
+            let mut report = Self::report(session, Operation::Resolve);
+            session
+                .resolve(available, version, resolution, &mut report)
+                .await?;
+            Ok(report)
         };
-        let result = session
-            .resolve(&available, version, resolution, &mut report)
-            .await;
-        session.finish(result.map(|()| report)).await
+        self.locked("resolve", DownSteps::Skip, false, body).await
     }
 }

@@ -2,12 +2,11 @@
 //! `unlock --force`). None of them takes the lock or creates anything.
 
 use super::Migrator;
-use crate::backend::Backend;
-use crate::error::{ErrorKind, Result};
-use crate::lock::{self, resolve_strategy, Strategy, LOCK_NAME};
+use crate::error::Result;
+use crate::lock;
 use crate::migration::DownSteps;
 use crate::plan;
-use crate::report::{ForceUnlockReport, LockReport, LockState, StatusReport};
+use crate::report::{ForceUnlockReport, LockReport, StatusReport};
 
 impl Migrator {
     /// Every migration's state, and the lock's. Takes no lock and creates nothing.
@@ -29,12 +28,13 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn status(&self) -> Result<StatusReport> {
-        let available = self.load_steps(DownSteps::Skip)?;
-        self.checked()?;
-        let mut history = self.connect_history("status").await?;
+        let connections = self.connections();
+        let available = self.load_steps(DownSteps::Skip, &connections)?;
+        self.checked(&connections)?;
+        let mut history = self.connect_history(&connections, "status").await?;
         let result = async {
             let applied = history.read_history().await?.unwrap_or_default();
-            let lock = self.lock_report(history.as_mut()).await;
+            let lock = self.lock_report(history.lock_host()).await;
             Ok(StatusReport {
                 migrations: plan::status(&available, &applied),
                 lock,
@@ -45,8 +45,11 @@ impl Migrator {
         result
     }
 
-    /// The lock's state and holder; never changes it. When the lock cannot be inspected,
-    /// the state is [`LockState::Unknown`] with the reason, not an error.
+    /// The lock's state and holder; never changes it or creates anything. Both primitives
+    /// are looked at: the strategy in force is [`LockReport::state`], and the other one is
+    /// in [`LockReport::others`] when it is held (a runner configured with another
+    /// `locking`). When the lock cannot be inspected, the state is
+    /// [`LockState::Unknown`](crate::LockState::Unknown) with the reason, not an error.
     ///
     /// # Examples
     ///
@@ -64,16 +67,18 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn lock_status(&self) -> Result<LockReport> {
-        self.checked()?;
-        let mut history = self.connect_history("unlock").await?;
-        let report = self.lock_report(history.as_mut()).await;
+        let connections = self.connections();
+        self.checked(&connections)?;
+        let mut history = self.connect_history(&connections, "unlock").await?;
+        let report = self.lock_report(history.lock_host()).await;
         history.close().await;
         Ok(report)
     }
 
-    /// Releases the lock unconditionally, ending the holder's session(s); a no-op that
-    /// succeeds when the lock is free. Fails when the lock cannot be inspected: releasing
-    /// blind could delete a live holder's lease.
+    /// Releases the lock unconditionally — the session lock by ending the holder's
+    /// session(s), the lease by deleting it; whichever is held, whatever `locking` says, each
+    /// named in the report. A no-op that succeeds when nothing is held. Fails when a lock
+    /// cannot be inspected: releasing blind could end a live holder's run.
     ///
     /// # Examples
     ///
@@ -91,91 +96,19 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn force_unlock(&self) -> Result<ForceUnlockReport> {
-        self.checked()?;
-        let mut history = self.connect_history("unlock").await?;
-        let result = async {
-            let (strategy, lock) = self.inspect_lock(history.as_mut()).await?;
-            let released = match (&lock.state, strategy) {
-                (LockState::Held { .. }, Some(Strategy::Session)) => match history.session_lock() {
-                    Some(session_lock) => session_lock.force_unlock().await?,
-                    None => Vec::new(),
-                },
-                (
-                    LockState::Held { holder, .. } | LockState::Stale { holder },
-                    Some(Strategy::Lease),
-                ) => {
-                    let mut store = history.open_lease_store().await?;
-                    let deleted = store.force_release().await;
-                    store.close().await;
-                    if deleted? {
-                        vec![format!("deleted the lease held by {holder}")]
-                    } else {
-                        Vec::new()
-                    }
-                }
-                _ => Vec::new(),
-            };
-            Ok(ForceUnlockReport { lock, released })
-        }
-        .await;
+        let connections = self.connections();
+        self.checked(&connections)?;
+        let mut history = self.connect_history(&connections, "unlock").await?;
+        let connection = self.config.history_connection.as_str();
+        let result = lock::force_unlock(history.lock_host(), self.config.locking, connection).await;
         history.close().await;
         result
     }
 
-    /// The lock as `status` and `unlock` show it: a failed inspection is reported as the
-    /// state `unknown` with its reason, so the rest of the command still answers.
-    pub(super) async fn lock_report(&self, history: &mut dyn Backend) -> LockReport {
-        match self.inspect_lock(history).await {
-            Ok((_, report)) => report,
-            Err(error) => {
-                let connection = self.config.history_connection.clone();
-                let strategy = resolve_strategy(self.config.locking, history.kind().lock_support())
-                    .map_or("none", Strategy::name);
-                let reason = match error.kind() {
-                    // The head of the report already names the lock and the connection.
-                    ErrorKind::LockFailed { reason, .. } => reason.clone(),
-                    _ => error.to_string(),
-                };
-                LockReport {
-                    name: LOCK_NAME.to_string(),
-                    connection,
-                    strategy: strategy.to_string(),
-                    state: LockState::Unknown {
-                        reason: format!("[{}] {reason}", error.code()),
-                    },
-                }
-            }
-        }
-    }
-
-    /// The lock's state, and the strategy that governs it (`None`: the backend cannot lock).
-    pub(super) async fn inspect_lock(
-        &self,
-        history: &mut dyn Backend,
-    ) -> Result<(Option<Strategy>, LockReport)> {
-        let connection = self.config.history_connection.clone();
-        let strategy = match resolve_strategy(self.config.locking, history.kind().lock_support()) {
-            Ok(strategy) => strategy,
-            Err(unsupported) => {
-                let report = LockReport {
-                    name: LOCK_NAME.to_string(),
-                    connection,
-                    strategy: "none".to_string(),
-                    state: LockState::Unsupported {
-                        reason: unsupported.nothing_to_inspect(),
-                    },
-                };
-                return Ok((None, report));
-            }
-        };
-        let primitive = self.lock_primitive(history, strategy).await?;
-        let state = lock::inspect(primitive).await?;
-        let report = LockReport {
-            name: LOCK_NAME.to_string(),
-            connection,
-            strategy: strategy.name().to_string(),
-            state,
-        };
-        Ok((Some(strategy), report))
+    /// The lock as `status` and `unlock` show it: both primitives are looked at, and a
+    /// failed inspection is the state `unknown` with its reason.
+    async fn lock_report(&self, host: &mut dyn lock::LockHost) -> LockReport {
+        let connection = self.config.history_connection.as_str();
+        lock::inspect(host, self.config.locking, connection).await
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use super::Migrator;
+use super::{Connections, Migrator};
 use crate::backend::BackendKind;
 use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::{Event, Warning};
@@ -14,11 +14,15 @@ use crate::source::load_sources;
 impl Migrator {
     /// Loads and validates every migration, both steps, touching no database.
     pub fn load(&self) -> Result<Vec<Migration>> {
-        self.load_steps(DownSteps::Read)
+        self.load_steps(DownSteps::Read, &self.connections())
     }
 
     /// [`Migrator::load`] for a command: one that never reverses leaves down files unread.
-    pub(super) fn load_steps(&self, downs: DownSteps) -> Result<Vec<Migration>> {
+    pub(super) fn load_steps(
+        &self,
+        downs: DownSteps,
+        connections: &Connections,
+    ) -> Result<Vec<Migration>> {
         let sources: Vec<_> = (self.config.directories.iter())
             .map(|dir| (dir.clone(), self.config.layouts.get(dir).copied()))
             .collect();
@@ -47,10 +51,7 @@ impl Migrator {
             migrations.push(extra.clone());
         }
         migrations.sort_by_key(|m| m.version);
-        // Each connection's kind of database, from its URL: parsed once, not per migration.
-        let kinds: BTreeMap<&str, BackendKind> = (self.config.connections.iter())
-            .filter_map(|(name, url)| Some((name.as_str(), BackendKind::from_url(url).ok()?)))
-            .collect();
+        let kinds: BTreeMap<&str, BackendKind> = connections.known().collect();
         self.check_formats(&migrations, &kinds)?;
         self.read_as_their_database_would(&mut migrations, &kinds)?;
         Ok(migrations)

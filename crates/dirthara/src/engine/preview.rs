@@ -13,9 +13,10 @@ impl Migrator {
     /// and changing nothing.
     pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
-        let available = self.load_steps(DownSteps::Skip)?;
-        self.checked()?;
-        let mut history = self.connect_history("preview").await?;
+        let connections = self.connections();
+        let available = self.load_steps(DownSteps::Skip, &connections)?;
+        self.checked(&connections)?;
+        let mut history = self.connect_history(&connections, "preview").await?;
         let result = async {
             let connection = self.config.history_connection.as_str();
             let foreign = crate::adopt::read(history.as_mut(), connection, source).await?;
@@ -47,9 +48,10 @@ impl Migrator {
     /// # Ok(()) }
     /// ```
     pub async fn preview(&self, command: Command) -> Result<Preview> {
-        let available = self.load_steps(command.down_steps())?;
-        self.checked()?;
-        let applied = self.read_history_unlocked("preview").await?;
+        let connections = self.connections();
+        let available = self.load_steps(command.down_steps(), &connections)?;
+        self.checked(&connections)?;
+        let applied = self.read_history_unlocked(&connections, "preview").await?;
         let planned = plan::plan(&available, &applied, command, self.plan_options())?;
         let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())
             .chain(

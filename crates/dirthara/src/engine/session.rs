@@ -2,14 +2,14 @@
 
 use std::collections::BTreeMap;
 
-use super::Migrator;
+use super::{Connections, Migrator};
 use crate::adopt::{AdoptSource, AdoptionReport};
-use crate::backend::{Backend, BackendKind};
+use crate::backend::Backend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
 use crate::history::{runner_identity, HistoryChange};
-use crate::lock::{self, HeldLock, Released, Strategy, Waiting};
-use crate::lock::{lease_table, LOCK_NAME};
+use crate::lock::LOCK_NAME;
+use crate::lock::{self, resolve_strategy, HeldLock, LockCheck, LockStrategy, Released, Waiting};
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::{self, Command, Plan, PlannedStep, Recording, Resolution};
 use crate::report::{RunReport, StepReport};
@@ -20,15 +20,22 @@ use crate::report::{RunReport, StepReport};
 /// lease with its heartbeat.
 pub(super) struct Session<'m> {
     pub(super) migrator: &'m Migrator,
+    connections: &'m Connections,
     pub(super) operation: String,
     pub(super) history: Box<dyn Backend>,
     /// Connections other than the history connection, opened when a step needs them.
     pub(super) others: BTreeMap<String, Box<dyn Backend>>,
     lock: HeldLock,
     pub(super) completed: Vec<StepReport>,
-    /// MySQL/MariaDB: the last step's completion (`applied`, or the deletion after a down
-    /// step), not yet written. It goes out with the next step's `running` marker, in one
-    /// transaction, or alone when the loop ends however it ends; see [`Session::folds_records`].
+    /// Where each history write is a commit of its own (MySQL/MariaDB,
+    /// [`Capabilities::folds_records`](crate::backend::Capabilities)): the last step's
+    /// completion (`applied`, or the deletion after a down step), not yet written. It goes
+    /// out with the next step's `running` marker, in one transaction, or alone when the loop
+    /// ends however it ends. That halves the commits, and dirty detection is unchanged: the
+    /// pair commits together, so the history moves from "N running" straight to "N applied,
+    /// N+1 running" — one `running` record at most, at any instant; a crash before the pair
+    /// is written leaves N `running`, which the next run reports as it would any interrupted
+    /// step.
     pub(super) unrecorded: Option<HistoryChange>,
     /// `host:pid dirthara/x.y.z`, written into every record this session makes: asked of the
     /// system once, not once per migration.
@@ -37,30 +44,41 @@ pub(super) struct Session<'m> {
 
 impl<'m> Session<'m> {
     /// Takes the lock on the history connection: the first thing done on the database. The
-    /// configuration was validated and `strategy` resolved by the caller.
+    /// configuration was validated by the caller, and a strategy the URL's kind of database
+    /// cannot honour refused; what the server turned out to be decides it now.
     pub(super) async fn open(
         migrator: &'m Migrator,
+        connections: &'m Connections,
         operation: &str,
-        strategy: Strategy,
         mut history: Box<dyn Backend>,
     ) -> Result<Session<'m>> {
         let config = &migrator.config;
         let connection = config.history_connection.as_str();
-        let waiting = Waiting {
-            connection,
-            wait: config.lock_wait.unwrap_or(strategy.default_wait()),
-            events: &migrator.events,
-            shutdown: migrator.shutdown.as_ref(),
-            operation,
-            lease_ttl: config.lock_ttl,
-        };
-        let acquired = match migrator.lock_primitive(history.as_mut(), strategy).await {
-            Ok(primitive) => lock::acquire(primitive, &waiting).await,
-            Err(error) => Err(error),
-        };
+        let acquired = async {
+            let resolved = resolve_strategy(config.locking, history.lock_support())
+                .map_err(|refused| refused.into_error(connection))?;
+            if let Some(reason) = resolved.because {
+                migrator.events.emit(Event::LockChosen {
+                    connection: connection.to_string(),
+                    strategy: resolved.strategy,
+                    reason,
+                });
+            }
+            let waiting = Waiting {
+                connection,
+                wait: config.lock_wait.unwrap_or(resolved.strategy.default_wait()),
+                events: &migrator.events,
+                shutdown: migrator.shutdown.as_ref(),
+                operation,
+                lease_ttl: config.lock_ttl,
+            };
+            lock::acquire(history.lock_host(), resolved.strategy, &waiting).await
+        }
+        .await;
         match acquired {
             Ok(lock) => Ok(Session {
                 migrator,
+                connections,
                 operation: operation.to_string(),
                 history,
                 others: BTreeMap::new(),
@@ -76,7 +94,7 @@ impl<'m> Session<'m> {
         }
     }
 
-    pub(super) fn strategy(&self) -> Strategy {
+    pub(super) fn strategy(&self) -> LockStrategy {
         self.lock.strategy()
     }
 
@@ -102,9 +120,7 @@ impl<'m> Session<'m> {
         report.warnings.extend(planned.warnings.iter().cloned());
         if planned.drop_all {
             self.ensure_lock(None).await?;
-            // Never the lease table: a lease may be what protects this very run.
-            let keep = [lease_table(&self.migrator.config.history_table)];
-            report.dropped = self.history.drop_all(&keep).await?;
+            report.dropped = self.history.drop_all().await?;
             self.migrator.events.emit(Event::Dropped {
                 connection: self.history_connection().to_string(),
                 objects: report.dropped.clone(),
@@ -135,18 +151,6 @@ impl<'m> Session<'m> {
         }
     }
 
-    /// Whether a step's completion waits for the next step's marker. On MySQL/MariaDB every
-    /// history write is a commit of its own (a log flush), and no step shares a transaction
-    /// with its record (DDL commits implicitly), so each migration would cost a `running`
-    /// commit and an `applied` commit. Writing migration N's completion together with N+1's
-    /// `running` marker, in one transaction, halves that. Dirty detection is unchanged: the
-    /// pair commits together, so the history moves from "N running" straight to "N applied,
-    /// N+1 running" — one `running` record at most, at any instant; a crash before the pair is
-    /// written leaves N `running`, which the next run reports as it would any interrupted step.
-    pub(super) fn folds_records(&self) -> bool {
-        self.history.kind() == BackendKind::Mysql
-    }
-
     async fn apply_steps(&mut self, planned: &Plan<'_>, report: &mut RunReport) -> Result<()> {
         for (index, step) in planned.steps.iter().enumerate() {
             if self.interrupted() {
@@ -157,20 +161,14 @@ impl<'m> Session<'m> {
                         .collect(),
                 }));
             }
-            // Where the database checks the lock inside the step's own transaction (PostgreSQL),
-            // a separate check first would only cost a round trip.
-            let guarded = self.strategy() == Strategy::Session
-                && step.migration.format != StepFormat::Rust
+            let atomic_text = step.migration.format != StepFormat::Rust
                 && !step.reverses_nothing()
-                && self.runs_atomically(step)
-                && self
-                    .history
-                    .session_lock()
-                    .is_some_and(|lock| lock.verifies_in_step());
-            if !guarded {
+                && self.runs_atomically(step);
+            let check = self.lock.check_for(atomic_text);
+            if check == LockCheck::Before {
                 self.ensure_lock(Some(step.migration)).await?;
             }
-            let running = self.run_step(step, planned.batch);
+            let running = self.run_step(step, planned.batch, check);
             #[cfg(feature = "tracing")]
             let running = tracing::Instrument::instrument(
                 running,
@@ -184,9 +182,14 @@ impl<'m> Session<'m> {
             );
             let done = match running.await {
                 Ok(done) => done,
-                // The guard rolls the step back when the lock is gone: say that, not "failed".
-                Err(error) if guarded => {
-                    return Err(self.explain_guarded_failure(error, step.migration).await)
+                // The check rolls the step back when the lock is gone: say that, not "failed".
+                Err(error) if check == LockCheck::InStep => {
+                    let migration = (step.migration.version, step.migration.name.as_str());
+                    let host = self.history.lock_host();
+                    return Err(self
+                        .lock
+                        .explain_in_step_failure(host, error, migration)
+                        .await);
                 }
                 Err(error) => return Err(error),
             };
@@ -209,44 +212,18 @@ impl<'m> Session<'m> {
             .is_some_and(|rx| *rx.borrow())
     }
 
-    /// Confirms the lock is still ours before changing anything more.
+    /// Confirms the lock is still ours before changing anything more (`LOCK_LEASE_LOST`
+    /// naming `next` when it is not).
     pub(super) async fn ensure_lock(&mut self, next: Option<&Migration>) -> Result<()> {
-        match self.lock.confirm(self.history.session_lock()).await {
-            // A query error means the session is in trouble: we cannot confirm, so stop.
-            Ok(true) => Ok(()),
-            Ok(false) | Err(_) => Err(self.lock_lost(next)),
-        }
-    }
-
-    fn lock_lost(&self, next: Option<&Migration>) -> Error {
-        Error::new(ErrorKind::LockLost {
-            lock: LOCK_NAME.to_string(),
-            connection: self.history_connection().to_string(),
-            next: next.map(|m| (m.version, m.name.clone())),
-        })
-    }
-
-    /// A step whose message carried the lock check failed: either the step itself failed,
-    /// or the check did because the lock is gone. Only a lock known to be gone is reported
-    /// as lost; otherwise the step's own error stands, with a failed check attached under it.
-    async fn explain_guarded_failure(&mut self, error: Error, migration: &Migration) -> Error {
-        match error.kind() {
-            ErrorKind::MigrationFailed { error: db, .. } if !db.connection_lost => {}
-            // A dead session can be asked nothing more; other errors are not the step's.
-            _ => return error,
-        }
-        match self.lock.confirm(self.history.session_lock()).await {
-            Ok(true) => error,
-            Ok(false) => self.lock_lost(Some(migration)),
-            Err(check) => error.with_secondary(check),
-        }
+        let next = next.map(|m| (m.version, m.name.as_str()));
+        self.lock.ensure(self.history.lock_host(), next).await
     }
 
     /// Whether a migration's step and its history record commit in one transaction.
     pub(super) fn runs_atomically(&self, step: &PlannedStep) -> bool {
         step.transactional()
             && step.migration.connection == self.migrator.config.history_connection
-            && self.history.transactional_ddl()
+            && self.history.capabilities().transactional_ddl
     }
 
     pub(super) async fn other_connection(
@@ -254,7 +231,9 @@ impl<'m> Session<'m> {
         name: &str,
     ) -> Result<&mut (dyn Backend + 'static)> {
         if !self.others.contains_key(name) {
-            let backend = self.migrator.connect(name, &self.operation, false).await?;
+            let backend = (self.migrator)
+                .connect(self.connections, name, &self.operation, false)
+                .await?;
             self.others.insert(name.to_string(), backend);
         }
         Ok(self.others.get_mut(name).expect("inserted above").as_mut())
@@ -342,25 +321,22 @@ impl<'m> Session<'m> {
     /// failure is attached to the command's own error, never substituted for it.
     pub(super) async fn finish<T>(mut self, result: Result<T>) -> Result<T> {
         let result = result.map_err(|e| e.with_completed(std::mem::take(&mut self.completed)));
-        let strategy = self.lock.strategy();
-        let released = self.lock.release(self.history.session_lock()).await;
+        let released = self.lock.release(self.history.lock_host()).await;
+        let events = &self.migrator.events;
+        let connection = self.migrator.config.history_connection.as_str();
+        // Said the moment the unlock returned: a waiter may already hold the lock.
+        if let Ok(Released::Cleanly) = released {
+            events.emit(Event::LockReleased {
+                lock: LOCK_NAME.to_string(),
+                connection: connection.to_string(),
+            });
+        }
         for (_, backend) in std::mem::take(&mut self.others) {
             backend.close().await;
         }
         self.history.close().await;
-        let events = &self.migrator.events;
-        let connection = self.migrator.config.history_connection.as_str();
-        let lock_released = || Event::LockReleased {
-            lock: LOCK_NAME.to_string(),
-            connection: connection.to_string(),
-        };
         match (result, released) {
-            (result, Ok(Released::Cleanly)) => {
-                if strategy != Strategy::Off {
-                    events.emit(lock_released());
-                }
-                result
-            }
+            (result, Ok(Released::Cleanly | Released::NothingHeld)) => result,
             (result, Ok(Released::NoLongerOurs(warning))) => {
                 events.emit(Event::Warning(warning));
                 result

@@ -1,43 +1,123 @@
 //! One migration's step with its history records: atomically where the database allows,
 //! else bracketed by a `running` marker so a crash inside it is seen by the next run.
+//!
+//! A step runs in three parts, so that what happens between them (confirming the lock,
+//! retrying an attempt) is the engine's to decide: [`Session::mark`] prepares the records
+//! that must exist before it runs, [`Session::attempt`] runs it once, and
+//! [`Session::settle`] writes what its outcome means for the history.
 
 use std::time::Instant;
 
 use super::session::Session;
 use crate::backend::{Step, StepBody, StepFailure};
+use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
 use crate::history::{HistoryChange, RecordState};
-use crate::migration::{Direction, StepFormat};
+use crate::lock::LockCheck;
+use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::PlannedStep;
 use crate::report::StepReport;
 
+/// How a step's history records bracket it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Bracket {
+    /// A deliberate "reverses nothing": the record alone, nothing is sent.
+    RecordOnly,
+    /// The step and its record commit together or not at all.
+    Atomic,
+    /// The step cannot share a transaction with its record: a `running` marker first, so a
+    /// crash inside it is seen by the next run instead of being re-run or skipped.
+    Marked,
+}
+
+/// A step made ready to run: what it runs, where, and the records around it.
+pub(super) struct Prepared<'p> {
+    pub migration: &'p Migration,
+    pub direction: Direction,
+    pub text: &'p str,
+    code: Option<std::sync::Arc<dyn RustMigration>>,
+    pub bracket: Bracket,
+    /// The step asked for a transaction of its own.
+    transactional: bool,
+    /// Runs on the history connection (else on the migration's own connection).
+    on_history: bool,
+    /// What the history says once the step is done: its `applied` record, or (down) the
+    /// record's removal.
+    completion: HistoryChange,
+    started: Instant,
+}
+
+/// How one attempt at a step ended.
+pub(super) enum Attempt {
+    Done,
+    Failed(StepFailure),
+}
+
+impl<'p> Prepared<'p> {
+    fn body(&self) -> StepBody<'_> {
+        match &self.code {
+            Some(code) => StepBody::Code(code.as_ref(), self.direction),
+            None => StepBody::Text(self.text),
+        }
+    }
+
+    fn failed(&self, failure: StepFailure, left_dirty: bool) -> Error {
+        Error::new(ErrorKind::MigrationFailed {
+            version: self.migration.version,
+            name: self.migration.name.clone(),
+            direction: self.direction,
+            connection: self.migration.connection.clone(),
+            error: *failure.error,
+            left_dirty,
+        })
+    }
+}
+
 impl Session<'_> {
+    /// Runs one planned step with its records: marked, attempted once, settled. `check` says
+    /// whether the step carries the lock check itself (else the caller confirmed it).
     pub(super) async fn run_step(
         &mut self,
         step: &PlannedStep<'_>,
         batch: i64,
+        check: LockCheck,
     ) -> Result<StepReport> {
         let migration = step.migration;
-        let migrator = self.migrator;
-        let on_history = migration.connection == migrator.config.history_connection;
-        migrator.events.emit(Event::MigrationStarted {
+        let events = &self.migrator.events;
+        events.emit(Event::MigrationStarted {
             version: migration.version,
             name: migration.name.clone(),
             direction: step.direction,
             connection: migration.connection.clone(),
         });
-        let started = Instant::now();
-        let failed = |failure: StepFailure, left_dirty: bool| {
-            Error::new(ErrorKind::MigrationFailed {
-                version: migration.version,
-                name: migration.name.clone(),
-                direction: step.direction,
-                connection: migration.connection.clone(),
-                error: *failure.error,
-                left_dirty,
-            })
-        };
+        let prepared = self.prepare(step, batch)?;
+        self.mark(&prepared).await?;
+        let attempt = self.attempt(&prepared, check).await;
+        self.settle(&prepared, attempt).await?;
+        let duration = prepared.started.elapsed();
+        let reverses_nothing = prepared.bracket == Bracket::RecordOnly;
+        self.migrator.events.emit(Event::MigrationFinished {
+            version: migration.version,
+            name: migration.name.clone(),
+            direction: step.direction,
+            duration,
+            reverses_nothing,
+        });
+        Ok(StepReport {
+            version: migration.version,
+            name: migration.name.clone(),
+            direction: step.direction,
+            connection: migration.connection.clone(),
+            duration_ms: duration.as_millis() as u64,
+            reverses_nothing,
+        })
+    }
+
+    /// What `step` runs and how its records bracket it; nothing is sent yet.
+    pub(super) fn prepare<'p>(&self, step: &PlannedStep<'p>, batch: i64) -> Result<Prepared<'p>> {
+        let migration = step.migration;
+        let migrator = self.migrator;
         let completion = match step.direction {
             Direction::Up => HistoryChange::Insert {
                 version: migration.version,
@@ -64,109 +144,164 @@ impl Session<'_> {
             )?),
             _ => None,
         };
-        let body = match &code {
-            Some(code) => StepBody::Code(code.as_ref(), step.direction),
-            None => StepBody::Text(step.text()),
-        };
-        let reverses_nothing = step.reverses_nothing();
-        let atomic = self.runs_atomically(step);
-
-        if reverses_nothing || atomic {
-            // Only the marker of a bracketed step carries a previous completion.
-            self.record_unrecorded().await?;
-        }
-        if reverses_nothing {
-            // A deliberate "this reverses nothing": forget the migration, send nothing.
-            self.history.record(&[completion]).await?;
-        } else if atomic {
-            // The step and its record commit together or not at all.
-            let ran = self.history.run(Step {
-                body,
-                transactional: true,
-                record: Some(&completion),
-            });
-            ran.await.map_err(|failure| failed(failure, false))?;
+        let bracket = if step.reverses_nothing() {
+            Bracket::RecordOnly
+        } else if self.runs_atomically(step) {
+            Bracket::Atomic
         } else {
-            // The step cannot share a transaction with its record: mark it `running` first,
-            // so a crash inside it is seen by the next run instead of being re-run or skipped.
-            let marker = match step.direction {
-                Direction::Up => completion
-                    .measured(std::time::Duration::ZERO)
-                    .with_state(RecordState::Running),
-                Direction::Down => HistoryChange::SetState {
-                    version: migration.version,
-                    state: RecordState::Running,
-                },
-            };
-            // Open the step's own connection before marking anything: a connection that cannot
-            // be reached must not leave a `running` record behind.
-            if !on_history {
-                self.other_connection(&migration.connection).await?;
+            Bracket::Marked
+        };
+        Ok(Prepared {
+            migration,
+            direction: step.direction,
+            text: migration
+                .step(step.direction)
+                .expect("the planner only plans down steps that exist"),
+            code,
+            bracket,
+            transactional: step.transactional(),
+            on_history: migration.connection == migrator.config.history_connection,
+            completion,
+            started: Instant::now(),
+        })
+    }
+
+    /// Writes what must be in the history before the step runs: its `running` marker when
+    /// it is bracketed by one (together with the previous step's completion, if that was
+    /// left for it); else the previous completion alone, so that it is not folded into a
+    /// record this step commits with.
+    pub(super) async fn mark(&mut self, prepared: &Prepared<'_>) -> Result<()> {
+        if prepared.bracket != Bracket::Marked {
+            return self.record_unrecorded().await;
+        }
+        let migration = prepared.migration;
+        let marker = match prepared.direction {
+            Direction::Up => prepared
+                .completion
+                .measured(std::time::Duration::ZERO)
+                .with_state(RecordState::Running),
+            Direction::Down => HistoryChange::SetState {
+                version: migration.version,
+                state: RecordState::Running,
+            },
+        };
+        // Open the step's own connection before marking anything: a connection that cannot
+        // be reached must not leave a `running` record behind.
+        if !prepared.on_history {
+            self.other_connection(&migration.connection).await?;
+        }
+        let markers: Vec<HistoryChange> =
+            self.unrecorded.take().into_iter().chain([marker]).collect();
+        self.history.record(&markers).await
+    }
+
+    /// Runs the step once. `check` says whether it carries the lock check itself.
+    pub(super) async fn attempt(&mut self, prepared: &Prepared<'_>, check: LockCheck) -> Attempt {
+        let outcome = match prepared.bracket {
+            Bracket::RecordOnly => Ok(()),
+            Bracket::Atomic => {
+                let step = Step {
+                    body: prepared.body(),
+                    transactional: true,
+                    record: Some(&prepared.completion),
+                    checks_lock: check == LockCheck::InStep,
+                };
+                self.history.run(step).await
             }
-            let markers: Vec<HistoryChange> =
-                self.unrecorded.take().into_iter().chain([marker]).collect();
-            self.history.record(&markers).await?;
-            let alone = Step {
-                body,
-                transactional: step.transactional(),
-                record: None,
-            };
-            let target = match on_history {
-                true => self.history.as_mut(),
-                false => self.other_connection(&migration.connection).await?,
-            };
-            let atomic_step = step.transactional() && target.transactional_ddl();
-            if let Err(failure) = target.run(alone).await {
-                if atomic_step || failure.nothing_changed {
-                    // The step rolled back cleanly, or was refused before it changed
-                    // anything: take the marker back.
-                    let undo = match step.direction {
-                        Direction::Up => HistoryChange::Delete {
-                            version: migration.version,
-                        },
-                        Direction::Down => HistoryChange::SetState {
-                            version: migration.version,
-                            state: RecordState::Applied,
-                        },
-                    };
-                    let error = failed(failure, false);
-                    return match self.history.record(&[undo]).await {
-                        Ok(()) => Err(error),
-                        Err(undo_error) => Err(error.with_secondary(undo_error)),
-                    };
+            Bracket::Marked => {
+                let step = Step {
+                    body: prepared.body(),
+                    transactional: prepared.transactional,
+                    record: None,
+                    checks_lock: false,
+                };
+                match self.step_connection(prepared).await {
+                    Ok(target) => target.run(step).await,
+                    // Opened before the marker was written, so not expected; if it happens,
+                    // nothing ran.
+                    Err(error) => Err(StepFailure::refused(error.to_string())),
                 }
-                return Err(failed(failure, true));
             }
-            let done = match step.direction {
-                Direction::Up => HistoryChange::MarkApplied {
-                    version: migration.version,
-                    duration_ms: started.elapsed().as_millis() as i64,
-                },
-                Direction::Down => completion,
-            };
-            if self.folds_records() {
-                self.unrecorded = Some(done);
-            } else {
-                self.history.record(&[done]).await?;
+        };
+        match outcome {
+            Ok(()) => Attempt::Done,
+            Err(failure) => Attempt::Failed(failure),
+        }
+    }
+
+    /// Writes what the attempt's outcome means for the history, and turns a failure into
+    /// the step's error: left `running` (dirty) only when something may have committed.
+    pub(super) async fn settle(&mut self, prepared: &Prepared<'_>, attempt: Attempt) -> Result<()> {
+        let migration = prepared.migration;
+        match (prepared.bracket, attempt) {
+            (Bracket::RecordOnly, _) => {
+                self.history
+                    .record(std::slice::from_ref(&prepared.completion))
+                    .await
+            }
+            // The record committed with the step, or neither did.
+            (Bracket::Atomic, Attempt::Done) => Ok(()),
+            (Bracket::Atomic, Attempt::Failed(failure)) => Err(prepared.failed(failure, false)),
+            (Bracket::Marked, Attempt::Done) => {
+                let done = match prepared.direction {
+                    Direction::Up => HistoryChange::MarkApplied {
+                        version: migration.version,
+                        duration_ms: prepared.started.elapsed().as_millis() as i64,
+                    },
+                    Direction::Down => prepared.completion.clone(),
+                };
+                if self.history.capabilities().folds_records {
+                    self.unrecorded = Some(done);
+                    Ok(())
+                } else {
+                    self.history.record(&[done]).await
+                }
+            }
+            (Bracket::Marked, Attempt::Failed(failure)) => {
+                let rolled_back =
+                    prepared.transactional && self.step_is_undone_on_failure(prepared);
+                if !(rolled_back || failure.nothing_changed) {
+                    return Err(prepared.failed(failure, true));
+                }
+                // The step rolled back cleanly, or was refused before it changed anything:
+                // take the marker back.
+                let undo = match prepared.direction {
+                    Direction::Up => HistoryChange::Delete {
+                        version: migration.version,
+                    },
+                    Direction::Down => HistoryChange::SetState {
+                        version: migration.version,
+                        state: RecordState::Applied,
+                    },
+                };
+                let error = prepared.failed(failure, false);
+                match self.history.record(&[undo]).await {
+                    Ok(()) => Err(error),
+                    Err(undo_error) => Err(error.with_secondary(undo_error)),
+                }
             }
         }
+    }
 
-        let duration = started.elapsed();
-        migrator.events.emit(Event::MigrationFinished {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            duration,
-            reverses_nothing,
-        });
-        Ok(StepReport {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            connection: migration.connection.clone(),
-            duration_ms: duration.as_millis() as u64,
-            reverses_nothing,
-        })
+    /// Whether a transactional step that failed on its connection was rolled back whole
+    /// there (its database rolls DDL back).
+    fn step_is_undone_on_failure(&self, prepared: &Prepared<'_>) -> bool {
+        let target = match prepared.on_history {
+            true => Some(&self.history),
+            false => self.others.get(&prepared.migration.connection),
+        };
+        target.is_some_and(|backend| backend.capabilities().transactional_ddl)
+    }
+
+    /// The connection the step runs on: the history connection, or its own.
+    async fn step_connection(
+        &mut self,
+        prepared: &Prepared<'_>,
+    ) -> Result<&mut (dyn crate::backend::Backend + 'static)> {
+        match prepared.on_history {
+            true => Ok(self.history.as_mut()),
+            false => self.other_connection(&prepared.migration.connection).await,
+        }
     }
 }
 

@@ -7,10 +7,15 @@ use std::time::Duration;
 use super::*;
 use crate::backend::memory::{MemoryConnector, MemoryDb, SharedDb};
 use crate::config::{LockWait, Locking};
+use crate::error::ErrorKind;
 use crate::events::Event;
+use crate::lock::LOCK_NAME;
 use crate::plan::RollbackScope;
 use crate::plan::{Command, Resolution};
+use crate::report::LockStrategy;
 use crate::Code;
+
+mod capabilities;
 
 fn db() -> SharedDb {
     Arc::new(Mutex::new(MemoryDb::default()))
@@ -301,6 +306,28 @@ async fn rollback_reverses_the_last_batch_newest_first() {
 async fn an_interrupt_finishes_nothing_more_and_names_what_was_left() {
     let db = db();
     let (tx, rx) = watch::channel(false);
+    // The signal comes once the lock is held, before the first migration.
+    let sink = EventSink::new(move |event| {
+        if matches!(event, Event::LockAcquired { .. }) {
+            tx.send(true).unwrap();
+        }
+    });
+    let err = migrator(&db, three())
+        .with_shutdown(rx)
+        .with_events(sink)
+        .migrate()
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::Interrupted);
+    assert!(!err.interrupted_before_start());
+    assert!(err.to_string().contains("1 m1, 2 m2, 3 m3"), "{err}");
+    assert_eq!(db.lock().unwrap().lock_holder, None);
+}
+
+#[tokio::test]
+async fn an_interrupt_before_the_lock_stops_at_once_and_touches_nothing() {
+    let db = db();
+    let (tx, rx) = watch::channel(false);
     tx.send(true).unwrap();
     let err = migrator(&db, three())
         .with_shutdown(rx)
@@ -308,8 +335,16 @@ async fn an_interrupt_finishes_nothing_more_and_names_what_was_left() {
         .await
         .unwrap_err();
     assert_eq!(err.code(), Code::Interrupted);
-    assert!(err.to_string().contains("1 m1, 2 m2, 3 m3"), "{err}");
-    assert_eq!(db.lock().unwrap().lock_holder, None);
+    assert!(err.interrupted_before_start());
+    assert!(
+        err.to_string().contains("before the lock was taken"),
+        "{err}"
+    );
+    let calls = calls(&db);
+    assert!(
+        !calls.iter().any(|c| c == "lock" || c == "prepare"),
+        "{calls:?}"
+    );
 }
 
 #[tokio::test]
@@ -323,7 +358,7 @@ async fn running_unlocked_takes_no_lock_and_says_so() {
     let mut m = migrator(&db, three()).with_events(sink);
     m.config.locking = Locking::Off;
     let report = m.migrate().await.unwrap();
-    assert_eq!(report.lock, "off");
+    assert_eq!(report.lock, LockStrategy::Off);
     assert!(!calls(&db).contains(&"lock".to_string()));
     assert!(matches!(events.lock().unwrap()[0], Event::Unlocked { .. }));
 }
@@ -388,7 +423,10 @@ fn lease_migrator(db: &SharedDb, migrations: Vec<Migration>) -> Migrator {
 async fn a_lease_run_takes_and_releases_the_lease_and_never_the_session_lock() {
     let db = db();
     let report = lease_migrator(&db, three()).migrate().await.unwrap();
-    assert_eq!((report.applied.len(), report.lock.as_str()), (3, "lease"));
+    assert_eq!(
+        (report.applied.len(), report.lock),
+        (3, LockStrategy::Lease)
+    );
     let state = db.lock().unwrap();
     assert!(!state.calls.contains(&"lock".to_string()));
     assert_eq!(state.lease.owner(), None, "released at the end");

@@ -46,6 +46,11 @@ pub struct DatabaseError {
     /// The connection died under the step (server restart, network cut, terminated session).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub connection_lost: bool,
+    /// The statement gave up waiting for a lock another session holds, and was undone
+    /// (PostgreSQL SQLSTATE `55P03` `lock_not_available`, as after `lock_timeout`;
+    /// MySQL/MariaDB error 1205 "Lock wait timeout exceeded", or MySQL's 3572 `NOWAIT`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lock_not_available: bool,
     /// The driver's own error (sqlx, the MongoDB driver), as [`source`](std::error::Error::source).
     #[serde(skip)]
     pub(crate) driver: Option<Arc<dyn std::error::Error + Send + Sync>>,
@@ -64,7 +69,7 @@ impl PartialEq for DatabaseError {
                 e.context.clone(),
                 e.constraint.clone(),
                 e.table.clone(),
-                (e.line, e.column, e.connection_lost),
+                (e.line, e.column, e.connection_lost, e.lock_not_available),
             )
         };
         facts(self) == facts(other)
@@ -78,6 +83,16 @@ impl DatabaseError {
     pub fn from_message(message: impl Into<String>) -> Self {
         DatabaseError {
             message: message.into(),
+            ..DatabaseError::default()
+        }
+    }
+
+    /// A Rust migration's own error: its text is the message, and the error itself is kept
+    /// as `source()` (a caller can downcast it to what the migration returned).
+    pub(crate) fn from_rust_migration(error: crate::code::StepError) -> Self {
+        DatabaseError {
+            message: error.to_string(),
+            driver: Some(Arc::from(error)),
             ..DatabaseError::default()
         }
     }

@@ -17,7 +17,7 @@ impl fmt::Display for Error {
                 if let Some(holder) = holder {
                     write!(f, " by {holder}")?;
                 }
-                match self.context.waited {
+                match self.rest.context.waited {
                     // Advice to wait would be advice to do what was just done.
                     Some(waited) => write!(
                         f,
@@ -61,11 +61,16 @@ impl fmt::Display for Error {
                     ". Run the command again: it plans against what was recorded"
                 )
             }
-            ErrorKind::Interrupted { .. } if self.context.waited.is_some() => write!(
+            ErrorKind::Interrupted { .. } if self.rest.context.before_lock => write!(
+                f,
+                "interrupted before the lock was taken; no migration was started and nothing was \
+                 read or changed"
+            ),
+            ErrorKind::Interrupted { .. } if self.rest.context.waited.is_some() => write!(
                 f,
                 "interrupted while waiting for the lock (after {}); no migration was started and \
                  nothing was changed",
-                human(self.context.waited.unwrap_or_default())
+                human(self.rest.context.waited.unwrap_or_default())
             ),
             ErrorKind::Interrupted { remaining } => {
                 write!(f, "interrupted; every migration that started was finished and recorded")?;
@@ -154,7 +159,7 @@ impl fmt::Display for Error {
                     "migration {version} ({name}) has no down step, so it cannot be reversed; \
                      nothing was changed. "
                 )?;
-                match &self.context.down_file {
+                match &self.rest.context.down_file {
                     Some(file) => write!(f, "Add {file}, or choose a target after it"),
                     None => write!(
                         f,

@@ -1,25 +1,48 @@
-//! A held lock, as a value: confirmed before each migration and released exactly once.
+//! A held lock, as a value: the one place that knows whether and how the lock is held. It is
+//! confirmed before each migration (or inside the migration's own transaction, where the
+//! database can do that) and released exactly once.
 
-use super::lease::LeaseGuard;
-use super::{SessionLock, Strategy, LOCK_NAME};
+use super::lease::{LeaseGuard, LeaseRequest, LeaseStore};
+use super::{LockHost, LockStrategy, LOCK_NAME};
 use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::Warning;
 
-/// The lock a command holds. The session lock lives in the history connection's session,
-/// so confirming and releasing it go through that connection's [`SessionLock`].
-pub(crate) enum HeldLock {
+/// The lock a command holds, on the connection named `connection` (the history connection).
+pub(crate) struct HeldLock {
+    held: Held,
+    connection: String,
+}
+
+enum Held {
     /// `locking = false`: nothing is held.
     Off,
     /// Held by the history connection's session until it is unlocked or the session ends.
-    Session,
-    /// A lease, renewed by its heartbeat until released.
+    /// The lock is that session's, so confirming and releasing borrow it from the host.
+    Session {
+        /// The database checks the lock inside a step's own transaction, failing the step
+        /// (rolled back) when the session no longer holds it.
+        checks_in_step: bool,
+    },
+    /// A lease, renewed by its heartbeat until released; it owns its store.
     Lease(LeaseGuard),
+}
+
+/// How the lock is confirmed before a step changes anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockCheck {
+    /// A separate check first: the step does not run unless the lock is still ours.
+    Before,
+    /// Inside the step's own transaction: the step commits only if the lock is still ours,
+    /// so a separate check would only cost a round trip.
+    InStep,
 }
 
 /// How a release ended when it did not fail.
 #[derive(Debug)]
 pub(crate) enum Released {
     Cleanly,
+    /// Nothing was held (`locking = false`).
+    NothingHeld,
     /// The lease was no longer ours (it lapsed, or was force-released): left untouched.
     NoLongerOurs(Warning),
 }
@@ -28,6 +51,8 @@ pub(crate) enum Released {
 #[derive(Debug)]
 pub(crate) struct ReleaseFailure {
     pub(super) reason: String,
+    /// What the database said, kept as the error's `source()`.
+    pub(super) cause: Option<Error>,
     /// A lease lapses by itself when its time runs out; a session lock goes with the session,
     /// which the engine closes next, but a failed unlock means something is wrong with it.
     pub lapses_by_itself: bool,
@@ -35,11 +60,15 @@ pub(crate) struct ReleaseFailure {
 
 impl ReleaseFailure {
     pub(crate) fn into_error(self, connection: &str) -> Error {
-        Error::new(ErrorKind::LockFailed {
+        let error = Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
             connection: connection.to_string(),
             reason: self.reason,
-        })
+        });
+        match self.cause {
+            Some(cause) => error.caused_by(cause),
+            None => error,
+        }
     }
 
     /// When the command itself succeeded, a lease that lapses by itself is only worth a warning.
@@ -52,38 +81,118 @@ impl ReleaseFailure {
 }
 
 impl HeldLock {
-    pub(crate) fn strategy(&self) -> Strategy {
-        match self {
-            HeldLock::Off => Strategy::Off,
-            HeldLock::Session => Strategy::Session,
-            HeldLock::Lease(_) => Strategy::Lease,
+    pub(super) fn off(connection: &str) -> Self {
+        HeldLock {
+            held: Held::Off,
+            connection: connection.to_string(),
         }
     }
 
-    /// Whether the lock is still ours; `Err` when that cannot be told. `session` is the
-    /// history connection's session lock.
-    pub(crate) async fn confirm(&self, session: Option<&mut dyn SessionLock>) -> Result<bool> {
-        match self {
-            HeldLock::Off => Ok(true),
-            HeldLock::Session => match session {
+    pub(super) fn session(connection: &str, checks_in_step: bool) -> Self {
+        HeldLock {
+            held: Held::Session { checks_in_step },
+            connection: connection.to_string(),
+        }
+    }
+
+    pub(super) fn lease(
+        connection: &str,
+        store: Box<dyn LeaseStore>,
+        request: &LeaseRequest,
+    ) -> Self {
+        HeldLock {
+            held: Held::Lease(LeaseGuard::start(store, request)),
+            connection: connection.to_string(),
+        }
+    }
+
+    pub(crate) fn strategy(&self) -> LockStrategy {
+        match self.held {
+            Held::Off => LockStrategy::Off,
+            Held::Session { .. } => LockStrategy::Session,
+            Held::Lease(_) => LockStrategy::Lease,
+        }
+    }
+
+    /// How the lock is confirmed before a step. `atomic_text` says the step is text sent
+    /// with its history record in one transaction of the history connection (not a Rust
+    /// migration, not an empty down): only such a step can carry the check.
+    pub(crate) fn check_for(&self, atomic_text: bool) -> LockCheck {
+        match self.held {
+            Held::Session {
+                checks_in_step: true,
+            } if atomic_text => LockCheck::InStep,
+            _ => LockCheck::Before,
+        }
+    }
+
+    /// Confirms the lock is still ours before changing anything more: `LOCK_LEASE_LOST`
+    /// naming `next` (the migration that was not started) when it is not, or when that
+    /// cannot be told (a query error means the session is in trouble).
+    pub(crate) async fn ensure(
+        &self,
+        host: &mut dyn LockHost,
+        next: Option<(i64, &str)>,
+    ) -> Result<()> {
+        match self.confirm(host).await {
+            Ok(true) => Ok(()),
+            Ok(false) | Err(_) => Err(self.lost(next)),
+        }
+    }
+
+    /// Whether the lock is still ours; `Err` when that cannot be told.
+    async fn confirm(&self, host: &mut dyn LockHost) -> Result<bool> {
+        match &self.held {
+            Held::Off => Ok(true),
+            Held::Session { .. } => match host.session_lock() {
                 Some(lock) => lock.holds_lock().await,
-                None => Ok(false),
+                None => Err(super::no_session_lock(&self.connection)),
             },
-            HeldLock::Lease(lease) => lease.confirm().await,
+            Held::Lease(lease) => lease.confirm().await,
         }
     }
 
-    /// Lets the lock go. `session` is the history connection's session lock.
+    fn lost(&self, next: Option<(i64, &str)>) -> Error {
+        Error::new(ErrorKind::LockLost {
+            lock: LOCK_NAME.to_string(),
+            connection: self.connection.clone(),
+            next: next.map(|(version, name)| (version, name.to_string())),
+        })
+    }
+
+    /// A step that carried the lock check ([`LockCheck::InStep`]) failed: either the step
+    /// itself failed, or the check did because the lock is gone. Only a lock known to be gone
+    /// is reported as lost; otherwise the step's own error stands, with a failed check
+    /// attached under it.
+    pub(crate) async fn explain_in_step_failure(
+        &self,
+        host: &mut dyn LockHost,
+        error: Error,
+        step: (i64, &str),
+    ) -> Error {
+        match error.kind() {
+            ErrorKind::MigrationFailed { error: db, .. } if !db.connection_lost => {}
+            // A dead session can be asked nothing more; other errors are not the step's.
+            _ => return error,
+        }
+        match self.confirm(host).await {
+            Ok(true) => error,
+            Ok(false) => self.lost(Some(step)),
+            Err(check) => error.with_secondary(check),
+        }
+    }
+
+    /// Lets the lock go.
     pub(crate) async fn release(
         self,
-        session: Option<&mut dyn SessionLock>,
+        host: &mut dyn LockHost,
     ) -> std::result::Result<Released, ReleaseFailure> {
-        match self {
-            HeldLock::Off => Ok(Released::Cleanly),
-            HeldLock::Session => {
-                let unlocked = match session {
+        match self.held {
+            Held::Off => Ok(Released::NothingHeld),
+            Held::Session { .. } => {
+                let unlocked = match host.session_lock() {
                     Some(lock) => lock.unlock().await,
-                    None => Ok(()),
+                    None => Err(super::no_session_lock(&self.connection)),
                 };
                 unlocked
                     .map(|()| Released::Cleanly)
@@ -92,10 +201,11 @@ impl HeldLock {
                             "releasing the lock failed ({error}); the database releases it when \
                              this session ends, which happens now"
                         ),
+                        cause: Some(error),
                         lapses_by_itself: false,
                     })
             }
-            HeldLock::Lease(lease) => lease.release().await,
+            Held::Lease(lease) => lease.release().await,
         }
     }
 }

@@ -22,7 +22,8 @@ use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 
 use super::wait::Contender;
-use super::{jittered, ReleaseFailure, Released, LOCK_NAME};
+use super::{ReleaseFailure, Released, LOCK_NAME};
+use crate::backoff::Backoff;
 use crate::error::{Code, Result};
 use crate::events::{LockHolder, Warning};
 use crate::report::LockState;
@@ -173,7 +174,7 @@ pub(super) fn state_of(observed: LeaseObservation) -> LockState {
 pub(super) struct LeaseContender<'a> {
     store: &'a mut dyn LeaseStore,
     request: &'a LeaseRequest,
-    backoff: Duration,
+    backoff: Backoff,
 }
 
 impl<'a> LeaseContender<'a> {
@@ -181,7 +182,7 @@ impl<'a> LeaseContender<'a> {
         LeaseContender {
             store,
             request,
-            backoff: Duration::from_millis(50),
+            backoff: Backoff::new(Duration::from_millis(50), Duration::from_secs(2)),
         }
     }
 }
@@ -197,16 +198,15 @@ impl Contender for LeaseContender<'_> {
     }
 
     async fn pause(&mut self, remaining: Option<Duration>) -> Result<()> {
-        let nap = jittered(self.backoff);
+        let nap = self.backoff.next_pause();
         tokio::time::sleep(remaining.map_or(nap, |r| r.min(nap))).await;
-        self.backoff = (self.backoff * 2).min(Duration::from_secs(2));
         Ok(())
     }
 }
 
 /// A held lease: renewed in the background (every third of the lease) where the store
 /// allows, confirmed before each migration, released by owner id at the end.
-pub(crate) struct LeaseGuard {
+pub(super) struct LeaseGuard {
     store: SharedStore,
     owner_id: String,
     ttl: Duration,
@@ -290,6 +290,7 @@ impl LeaseGuard {
                     "releasing the lease on `{LOCK_NAME}` failed ({error}); it lapses by itself \
                      when its time runs out"
                 ),
+                cause: Some(error),
                 lapses_by_itself: true,
             }),
         }

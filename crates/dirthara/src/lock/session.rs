@@ -25,22 +25,20 @@ pub(crate) trait SessionLock: Send {
     async fn holder(&mut self) -> Result<Option<LockHolder>>;
     /// Returns when the lock may have been released, or after `max` at the latest.
     async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
-        tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
+        tokio::time::sleep(crate::backoff::jittered(
+            max.min(Duration::from_millis(100)),
+        ))
+        .await;
         Ok(())
     }
     /// Ends the holder's session(s); returns a description of each one ended.
     async fn force_unlock(&mut self) -> Result<Vec<String>>;
 
-    /// True when a step run atomically with its record itself fails, rolled back, if this
-    /// session no longer holds the lock — so no separate check is needed before it. The
-    /// engine then tells a lost lock from a failed step by asking
-    /// [`SessionLock::holds_lock`] after a failure.
+    /// True when a step run atomically with its record can carry the lock check itself: sent
+    /// with `checks_lock`, it fails, rolled back, if this session no longer holds the lock —
+    /// so no separate check is needed before it. The lock then tells a lost lock from a
+    /// failed step by asking [`SessionLock::holds_lock`] after a failure.
     fn verifies_in_step(&self) -> bool {
         false
     }
-}
-
-/// A random duration between half and all of `d`, so waiting runners do not retry in step.
-pub(crate) fn jittered(d: Duration) -> Duration {
-    d.mul_f64(0.5 + fastrand::f64() * 0.5)
 }

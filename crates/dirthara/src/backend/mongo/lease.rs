@@ -27,7 +27,14 @@ pub(crate) struct MongoLeaseStore {
 }
 
 impl MongoLeaseStore {
-    pub(crate) async fn open(db: Database, table: &str, connection: &str) -> Result<Self> {
+    /// The store in `table`; with `create`, its TTL index is made sure of (a run takes the
+    /// lease), without, nothing is created (`status` and `unlock` only look).
+    pub(crate) async fn open(
+        db: Database,
+        table: &str,
+        connection: &str,
+        create: bool,
+    ) -> Result<Self> {
         // Majority write concern: an election cannot hand the lock to two runners.
         let locks = db.collection_with_options::<Document>(
             table,
@@ -41,6 +48,9 @@ impl MongoLeaseStore {
             connection: connection.to_string(),
             hello_clock: None,
         };
+        if !create {
+            return Ok(store);
+        }
         // Garbage collection only, for a lease nobody comes back for: whether a lease is
         // free is decided by the acquire filter, never by this index.
         let ttl_index = IndexModel::builder()
@@ -367,7 +377,7 @@ mod tests {
         };
         let client = mongodb::Client::with_uri_str(&url).await.unwrap();
         let db = client.database(&format!("dirthara_clock_{:x}", fastrand::u64(..)));
-        let mut store = MongoLeaseStore::open(db.clone(), "clock_lock", "default")
+        let mut store = MongoLeaseStore::open(db.clone(), "clock_lock", "default", true)
             .await
             .unwrap();
         store.hello_clock = Some("the server's `hello` reply has no localTime".into());

@@ -9,9 +9,10 @@ use sqlx::{Executor, Row};
 
 use super::pooler::SessionCheck;
 use super::{PgDriver, RELEASE_CHANNEL};
+use crate::backoff::jittered;
 use crate::error::Result;
 use crate::events::LockHolder;
-use crate::lock::{jittered, SessionLock};
+use crate::lock::SessionLock;
 
 #[async_trait]
 impl SessionLock for PgDriver {
@@ -25,11 +26,7 @@ impl SessionLock for PgDriver {
                 .fetch_one(sql.as_str())
                 .await
                 .map_err(|e| self.lock_error(e))?;
-            let taken: bool = row.try_get(0).map_err(|e| self.lock_error(e))?;
-            if taken {
-                self.held_key = Some(key);
-            }
-            return Ok(taken);
+            return row.try_get(0).map_err(|e| self.lock_error(e));
         }
         if self.session_check.is_none() {
             let check = SessionCheck::start(&mut self.conn, &self.options).await;
@@ -38,15 +35,13 @@ impl SessionLock for PgDriver {
         let lock_match = self.lock_match();
         let check = self.session_check.as_mut().expect("checked above");
         let taken = check.try_lock(&mut self.conn, key, &lock_match).await;
-        let taken = taken.map_err(|s| self.suspect_error(s))?;
-        if taken {
-            self.held_key = Some(key);
-        }
-        Ok(taken)
+        taken.map_err(|s| self.suspect_error(s))
     }
 
+    /// The step's own message takes the lock check ([`lock_guard`](super::lock_guard)), so a
+    /// step commits only if this session holds the lock — through the commit.
     fn verifies_in_step(&self) -> bool {
-        self.held_key.is_some()
+        true
     }
 
     async fn holds_lock(&mut self) -> Result<bool> {
@@ -70,7 +65,6 @@ impl SessionLock for PgDriver {
 
     async fn unlock(&mut self) -> Result<()> {
         let key = self.lock_key;
-        self.held_key = None;
         // Release and wake the waiters in one message.
         let sql = format!("SELECT pg_advisory_unlock({key}); NOTIFY {RELEASE_CHANNEL}");
         self.conn

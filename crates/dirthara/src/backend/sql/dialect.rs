@@ -160,6 +160,19 @@ impl Dialect {
         }
     }
 
+    /// Reads `columns` of `table` (in the session's current schema), every one as text.
+    pub(crate) fn read_table_sql(self, table: &str, columns: &[&str], order_by: &str) -> String {
+        let list: Vec<String> = (columns.iter())
+            .map(|c| self.text(&self.ident(c)))
+            .collect();
+        format!(
+            "SELECT {} FROM {} ORDER BY {}",
+            list.join(", "),
+            self.ident(table),
+            self.ident(order_by)
+        )
+    }
+
     /// One row per existing table among `names`, giving its name.
     pub fn existing_tables_sql(self, names: &[&str]) -> String {
         let list: Vec<String> = names.iter().map(|n| self.literal(n)).collect();

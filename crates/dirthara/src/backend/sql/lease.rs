@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{Dialect, SqlDriver};
+use crate::backoff::Backoff;
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::jittered;
 use crate::lock::LOCK_NAME;
 use crate::lock::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 
@@ -124,7 +124,7 @@ impl SqlLeaseStore {
     ) -> Result<Self> {
         let dialect = driver.dialect();
         let started = Instant::now();
-        let mut backoff = Duration::from_millis(20);
+        let mut backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(250));
         loop {
             let error = match driver.execute(&dialect.lease_table_sql(&table)).await {
                 Ok(()) => break,
@@ -138,8 +138,7 @@ impl SqlLeaseStore {
             match check {
                 Ok(rows) if !rows.is_empty() => break,
                 _ if busy && started.elapsed() < CREATE_PATIENCE => {
-                    tokio::time::sleep(jittered(backoff)).await;
-                    backoff = (backoff * 2).min(Duration::from_millis(250));
+                    tokio::time::sleep(backoff.next_pause()).await;
                 }
                 _ => return Err(lease_error(&connection, &error)),
             }
@@ -277,7 +276,7 @@ impl LeaseStore for SqlLeaseStore {
                         && is_busy(&error)
                         && started.elapsed() < CREATE_PATIENCE =>
                 {
-                    tokio::time::sleep(jittered(Duration::from_millis(50))).await;
+                    tokio::time::sleep(crate::backoff::jittered(Duration::from_millis(50))).await;
                 }
                 Err(error) => return Err(self.error(error)),
             }

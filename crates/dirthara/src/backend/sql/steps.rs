@@ -1,15 +1,15 @@
 //! Running a step's text or code on a SQL connection: plain, in a transaction of its own
-//! (with its history record, where it has one), or statement by statement as the mysql client
-//! splits a `DELIMITER` script. Every transaction here begins in `begin_step` and ends in
-//! `end_step`, unless the driver sends the whole transaction as one message.
+//! (with its history record, where it has one), or statement by statement as the database's
+//! command-line client splits a script (MySQL's `DELIMITER`). Every transaction here begins
+//! in `begin_step` and ends in `end_step`, unless the driver sends the whole transaction as
+//! one message.
 
-use super::{change_sql, Dialect, RecordFn, SqlBackend, SqlDriver};
+use super::{change_sql, RecordFn, SqlBackend, SqlDriver};
 use crate::backend::{database_error, StepFailure};
 use crate::code::RustMigration;
 use crate::error::DatabaseError;
 use crate::history::HistoryChange;
 use crate::migration::Direction;
-use crate::source::sql;
 
 fn failed(error: sqlx::Error) -> StepFailure {
     StepFailure::new(database_error(error, None))
@@ -22,11 +22,11 @@ impl<D: SqlDriver> SqlBackend<D> {
         text: &str,
         transactional: bool,
     ) -> Result<(), StepFailure> {
-        if let Some(statements) = self.client_script(text) {
+        if let Some(statements) = self.driver.client_statements(text) {
             return self.run_client_script(&statements, transactional).await;
         }
         if transactional {
-            return self.run_in_transaction(text, None).await;
+            return self.run_in_transaction(text, None, false).await;
         }
         self.driver.before_step().await.map_err(failed)?;
         match self.driver.execute(text).await {
@@ -34,7 +34,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             Err(error) => {
                 let failure = StepFailure::new(database_error(error, Some((text, 0))));
                 self.driver.clean_up_after_failure().await;
-                Err(self.locate_mysql_error(failure, text, 1))
+                Err(self.locate_error(failure, text, 1))
             }
         }
     }
@@ -44,6 +44,7 @@ impl<D: SqlDriver> SqlBackend<D> {
         &mut self,
         text: &str,
         record: Option<&HistoryChange>,
+        checks_lock: bool,
     ) -> Result<(), StepFailure> {
         let (dialect, names) = (self.driver.dialect(), &self.names);
         let build = |elapsed| {
@@ -55,8 +56,12 @@ impl<D: SqlDriver> SqlBackend<D> {
             )
         };
         let build: Option<&RecordFn<'_>> = record.map(|_| &build as &RecordFn<'_>);
-        if let Some(sent) = self.driver.execute_atomically(text, build).await {
-            return sent.map_err(|failure| self.locate_mysql_error(failure, text, 1));
+        if let Some(sent) = self
+            .driver
+            .execute_atomically(text, build, checks_lock)
+            .await
+        {
+            return sent.map_err(|failure| self.locate_error(failure, text, 1));
         }
         self.begin_step(true).await?;
         let started = std::time::Instant::now();
@@ -67,7 +72,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             result = self.driver.execute(&sql).await.map_err(failed);
         }
         let ended = self.end_step(true, result).await;
-        ended.map_err(|failure| self.locate_mysql_error(failure, text, 1))
+        ended.map_err(|failure| self.locate_error(failure, text, 1))
     }
 
     /// Runs a Rust migration's code on this connection, with `record` in its transaction.
@@ -84,8 +89,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             Direction::Up => code.up(self.driver.connection()).await,
             Direction::Down => code.down(self.driver.connection()).await,
         };
-        let mut result =
-            ran.map_err(|e| StepFailure::new(DatabaseError::from_message(e.to_string())));
+        let mut result = ran.map_err(|e| StepFailure::new(DatabaseError::from_rust_migration(e)));
         if let (Ok(()), Some(change)) = (&result, record) {
             let sql = self.change_sql(change, Some(started.elapsed()));
             result = self.driver.execute(&sql).await.map_err(failed);
@@ -93,28 +97,17 @@ impl<D: SqlDriver> SqlBackend<D> {
         self.end_step(transactional, result).await
     }
 
-    /// A MySQL script written for the mysql client (`DELIMITER $$ ... $$`), split as that
-    /// client splits it; `None` for text the server takes whole. (The loader already refused
-    /// a script that does not split.)
-    fn client_script<'t>(&self, text: &'t str) -> Option<Vec<sql::Statement<'t>>> {
-        if self.driver.dialect() != Dialect::Mysql || !sql::has_client_delimiter(text) {
-            return None;
-        }
-        sql::mysql_client_statements(text).ok()
-    }
-
     /// Runs a client script statement by statement, as the mysql client would.
     async fn run_client_script(
         &mut self,
-        statements: &[sql::Statement<'_>],
+        statements: &[crate::source::sql::Statement<'_>],
         transactional: bool,
     ) -> Result<(), StepFailure> {
         self.begin_step(transactional).await?;
         let mut result = Ok(());
         for statement in statements {
             if let Err(error) = self.driver.execute(statement.text).await {
-                result =
-                    Err(self.locate_mysql_error(failed(error), statement.text, statement.line));
+                result = Err(self.locate_error(failed(error), statement.text, statement.line));
                 break;
             }
         }
@@ -146,30 +139,10 @@ impl<D: SqlDriver> SqlBackend<D> {
         result
     }
 
-    /// MySQL says where a syntax error is as `... at line N` of the statement that failed;
-    /// that statement is known when the text is one statement (starting at `first_line` of
-    /// the file) or was split by the client-script reader.
-    pub(super) fn locate_mysql_error(
-        &self,
-        mut failure: StepFailure,
-        text: &str,
-        first_line: usize,
-    ) -> StepFailure {
-        if self.driver.dialect() != Dialect::Mysql || failure.error.line.is_some() {
-            return failure;
-        }
-        let Some(line) = failure
-            .error
-            .message
-            .rsplit_once(" at line ")
-            .and_then(|(_, n)| n.trim().parse::<usize>().ok())
-        else {
-            return failure;
-        };
-        // Lines count from the start of the text sent, comments included.
-        if sql::split_statements(text, sql::SqlDialect::MySql).len() == 1 {
-            failure.error.line = Some(first_line + line - 1);
-        }
+    /// Points the failure at the file's line where the driver can tell from the message
+    /// alone which line of `text` (starting at `first_line` of the file) failed.
+    fn locate_error(&self, mut failure: StepFailure, text: &str, first_line: usize) -> StepFailure {
+        self.driver.locate(&mut failure.error, text, first_line);
         failure
     }
 }

@@ -3,12 +3,13 @@ use std::time::{Duration, Instant};
 
 use sqlx::{Connection, Executor, SqliteConnection};
 
-use crate::backend::{sqlite, Backend, ConnectRequest};
+use crate::backend::{sqlite, Backend, BackendKind, ConnectRequest};
 use crate::lock::LeaseRequest;
 
 async fn backend(url: &str) -> Box<dyn Backend> {
     let request = ConnectRequest {
         name: "default".into(),
+        kind: BackendKind::Sqlite,
         url: url.into(),
         operation: "migrate".into(),
         connect_timeout: Duration::from_secs(5),
@@ -46,8 +47,10 @@ async fn creating_the_lease_table_waits_out_a_busy_file() {
     });
     let started = Instant::now();
     let mut backend = backend(&url).await;
-    let store = backend.open_lease_store().await;
-    let store = store.unwrap_or_else(|e| panic!("a busy file is not a failure: {e}"));
+    let store = backend.lease_store(true).await;
+    let store = store
+        .unwrap_or_else(|e| panic!("a busy file is not a failure: {e}"))
+        .expect("created");
     assert!(
         started.elapsed() >= Duration::from_millis(700),
         "the table was created while another process held the write lock"
@@ -70,9 +73,10 @@ async fn runners_racing_to_create_the_lease_table_all_get_an_answer() {
             tokio::spawn(async move {
                 let mut backend = backend(&url).await;
                 let mut store = backend
-                    .open_lease_store()
+                    .lease_store(true)
                     .await
-                    .unwrap_or_else(|e| panic!("opening the lease store failed: {e}"));
+                    .unwrap_or_else(|e| panic!("opening the lease store failed: {e}"))
+                    .expect("created");
                 let request = LeaseRequest::new("migrate", Duration::from_secs(60));
                 let taken = store
                     .try_acquire(&request)

@@ -1,0 +1,94 @@
+//! Engine branches that depend on what a backend can do, reached on the in-memory backend by
+//! declaring the capability: a lock check carried inside the step (PostgreSQL), and a step's
+//! completion folded into the next marker (MySQL/MariaDB).
+
+use super::*;
+
+#[tokio::test]
+async fn a_step_that_carries_the_lock_check_needs_no_separate_check_and_a_lost_lock_is_named() {
+    for checks_in_step in [true, false] {
+        let db = db();
+        db.lock().unwrap().checks_lock_in_step = checks_in_step;
+        let migrations = vec![
+            migration(1, "create a", Some("drop a")),
+            migration(2, "create b\nlose-lock", Some("drop b")),
+            migration(3, "create c", Some("drop c")),
+        ];
+        let err = migrator(&db, migrations).migrate().await.unwrap_err();
+        assert_eq!(err.code(), Code::LockLeaseLost, "in step: {checks_in_step}");
+        assert!(
+            err.to_string().contains("before migration 3 (m3)"),
+            "in step: {checks_in_step}: {err}"
+        );
+        let state = db.lock().unwrap();
+        assert!(!state.tables.contains("c"), "in step: {checks_in_step}");
+        assert_eq!(
+            state
+                .history
+                .as_ref()
+                .unwrap()
+                .keys()
+                .copied()
+                .collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        // Every step carried the check exactly when the backend can carry it.
+        let carried = if checks_in_step { 3 } else { 0 };
+        assert_eq!(state.lock_checked_steps, carried);
+    }
+}
+
+#[tokio::test]
+async fn a_step_that_fails_on_its_own_while_carrying_the_check_keeps_its_own_error() {
+    let db = db();
+    db.lock().unwrap().checks_lock_in_step = true;
+    let migrations = vec![migration(1, "create a\nfail syntax error", Some("drop a"))];
+    let err = migrator(&db, migrations).migrate().await.unwrap_err();
+    assert_eq!(err.code(), Code::MigrationFailed, "{err}");
+    assert!(err.to_string().contains("syntax error"), "{err}");
+}
+
+#[tokio::test]
+async fn folding_records_writes_each_completion_with_the_next_marker() {
+    let db = db();
+    {
+        let mut state = db.lock().unwrap();
+        state.non_transactional = true;
+        state.folds_records = true;
+    }
+    migrator(&db, three()).migrate().await.unwrap();
+    let calls = calls(&db);
+    let steps: Vec<&str> = (calls.iter())
+        .map(String::as_str)
+        .filter(|c| c.starts_with("step") || c.starts_with("record"))
+        .collect();
+    // Marker 1; completion 1 with marker 2; completion 2 with marker 3; completion 3 alone.
+    assert_eq!(
+        steps,
+        [
+            "record",
+            "step on default",
+            "record x2",
+            "step on default",
+            "record x2",
+            "step on default",
+            "record"
+        ]
+    );
+    let state = db.lock().unwrap();
+    let history = state.history.as_ref().unwrap();
+    assert!(history
+        .values()
+        .all(|r| r.state == crate::history::RecordState::Applied));
+}
+
+#[tokio::test]
+async fn without_folding_each_completion_is_written_on_its_own() {
+    let db = db();
+    db.lock().unwrap().non_transactional = true;
+    migrator(&db, three()).migrate().await.unwrap();
+    let calls = calls(&db);
+    let records = calls.iter().filter(|c| *c == "record").count();
+    // A marker and a completion per migration, each its own write.
+    assert_eq!(records, 6);
+}
