@@ -72,3 +72,52 @@ async fn sigint_finishes_the_running_migration_and_exits_130() {
 async fn sigterm_finishes_the_running_migration_and_exits_143() {
     interrupted_by("TERM", 143).await;
 }
+
+/// A free local port: bound, then released, so nothing listens there.
+fn unused_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// Before the lock is held there is nothing to finish: a runner still retrying a database
+/// that is down stops at the first signal, at once, with the signal's exit code.
+fn stopped_while_connecting(signal: &str, expected_exit: i32, url: &str) {
+    let m = Migrations::tables(1);
+    let child = dirthara(url, m.path(), &["migrate", "--connect-timeout", "60s"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Long enough to be inside the retry loop (the first attempt fails at once).
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent_at = Instant::now();
+    let sent = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(child.id().to_string())
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = support::wait_with_watchdog(child, Duration::from_secs(20));
+    let stopped_after = sent_at.elapsed();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(expected_exit), "{stderr}");
+    assert!(stderr.contains("Error [INTERRUPTED]"), "{stderr}");
+    assert!(stderr.contains("before the lock was taken"), "{stderr}");
+    // One signal was enough: the retries did not go on until the 60 s timeout.
+    assert!(
+        stopped_after < Duration::from_secs(10),
+        "took {stopped_after:?} to stop"
+    );
+}
+
+#[test]
+fn sigterm_while_retrying_the_connection_stops_at_once_with_143() {
+    let url = format!("postgres://postgres@127.0.0.1:{}/app", unused_port());
+    stopped_while_connecting("TERM", 143, &url);
+}
+
+#[test]
+fn sigint_while_retrying_the_connection_stops_at_once_with_130() {
+    let url = format!("mysql://root@127.0.0.1:{}/app", unused_port());
+    stopped_while_connecting("INT", 130, &url);
+}
