@@ -11,21 +11,10 @@ use tokio::sync::watch;
 
 use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
 use crate::error::{CliError, IoAction, NotConfirmed};
+use crate::exit::{Failure, Signal};
 use crate::render::Renderer;
 use crate::scaffold::{create_migration, Template};
 use crate::settings::{build_config, new_migration_dir};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
-    Interrupt,
-    Terminate,
-}
-
-/// A failed command: its error, and the signal that stopped it, if one did.
-pub struct Failure {
-    pub error: CliError,
-    pub signal: Option<Signal>,
-}
 
 pub async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure> {
     let signal = Arc::new(AtomicU8::new(0));
@@ -186,7 +175,11 @@ fn watch_signals(signal: Arc<AtomicU8>) -> watch::Receiver<bool> {
                 received += 1;
                 if received > 1 {
                     eprintln!("Error [INTERRUPTED]: aborted by a second signal; the running step was cut off");
-                    std::process::exit(if kind == 2 { 143 } else { 130 });
+                    crate::exit::abort(if kind == 2 {
+                        Signal::Terminate
+                    } else {
+                        Signal::Interrupt
+                    });
                 }
                 signal.store(kind, Ordering::SeqCst);
                 eprintln!(
@@ -233,5 +226,9 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), NotConfirmed> {
 
 fn adopt_source(tool: &str, table: Option<String>) -> dirthara::AdoptSource {
     let tool = dirthara::Tool::parse(tool).expect("clap only accepts known tools");
-    dirthara::AdoptSource { tool, table }
+    let source = dirthara::AdoptSource::new(tool);
+    match table {
+        Some(table) => source.with_table(table),
+        None => source,
+    }
 }

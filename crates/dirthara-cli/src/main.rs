@@ -1,9 +1,10 @@
 //! `dirthara`: a thin shell over the library. Parse → validated config → one library call
-//! → render; exit codes are decided in one place, [`exit_code`].
+//! → render; exit codes are decided in one place, [`exit`].
 
 mod cli;
 mod commands;
 mod error;
+mod exit;
 mod render;
 mod scaffold;
 mod settings;
@@ -26,24 +27,12 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(e) => {
             renderer.error(&error::CliError::io(error::IoAction::StartRuntime)(e));
-            return ExitCode::FAILURE;
+            return exit::failed_to_start();
         }
     };
     let outcome = runtime.block_on(commands::execute(cli, renderer));
-    match outcome {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            renderer.error(&failure.error);
-            exit_code(&failure)
-        }
+    if let Err(failure) = &outcome {
+        renderer.error(&failure.error);
     }
-}
-
-/// 1 for every error; 130 / 143 when a SIGINT / SIGTERM interrupted the run.
-fn exit_code(failure: &commands::Failure) -> ExitCode {
-    match (failure.error.is_interrupted(), failure.signal) {
-        (true, Some(commands::Signal::Terminate)) => ExitCode::from(143),
-        (true, _) => ExitCode::from(130),
-        (false, _) => ExitCode::FAILURE,
-    }
+    exit::exit_code(&outcome)
 }

@@ -59,7 +59,8 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
         let format = match m.format {
             StepFormat::Sql => "Sql",
             StepFormat::MongoCommands => "MongoCommands",
-            StepFormat::Rust => unreachable!("files never hold Rust migrations"),
+            // Files hold SQL or MongoDB commands, never Rust (nor a format added later).
+            _ => unreachable!("files never hold Rust migrations"),
         };
         code.push_str(&format!(
             "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}),\n",

@@ -27,6 +27,7 @@ impl fmt::Display for Direction {
 /// What a migration's steps are written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StepFormat {
     /// SQL text, sent to the database as it is.
     Sql,
@@ -36,8 +37,29 @@ pub enum StepFormat {
     Rust,
 }
 
+impl StepFormat {
+    /// The format's name in messages: `SQL`, `MongoDB (JSON)`, `Rust`.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepFormat::Sql => "SQL",
+            StepFormat::MongoCommands => "MongoDB (JSON)",
+            StepFormat::Rust => "Rust",
+        }
+    }
+
+    /// The extension of its files (`sql`, `json`); `None` for migrations that are no file.
+    pub fn file_extension(self) -> Option<&'static str> {
+        match self {
+            StepFormat::Sql => Some("sql"),
+            StepFormat::MongoCommands => Some("json"),
+            StepFormat::Rust => None,
+        }
+    }
+}
+
 /// One migration, loaded and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Migration {
     /// 0 ..= i64::MAX. `to 0` means "before the first migration" unless a migration 0
     /// exists (sqlx, golang-migrate and Diesel allow one); then it targets that migration.

@@ -104,6 +104,7 @@ impl Tool {
 
 /// Where `baseline --from` reads: a tool, and its table when not the tool's default.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AdoptSource {
     /// The tool that wrote the table.
     pub tool: Tool,
@@ -115,6 +116,12 @@ impl AdoptSource {
     /// Reads `tool`'s history from its default table.
     pub fn new(tool: Tool) -> Self {
         AdoptSource { tool, table: None }
+    }
+
+    /// Reads `tool`'s history from `table` (`--from-table`).
+    pub fn with_table(mut self, table: impl Into<String>) -> Self {
+        self.table = Some(table.into());
+        self
     }
 
     /// The table read: the one given, else the tool's default.

@@ -28,7 +28,11 @@ use crate::history::DEFAULT_HISTORY_TABLE;
 use crate::migration::DEFAULT_CONNECTION;
 
 /// Everything a [`Migrator`](crate::Migrator) needs to know.
+///
+/// Built with [`Config::with_url`] (or `Default`) and then set field by field; new settings
+/// are added without breaking code written that way (the type is `#[non_exhaustive]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Config {
     /// Directories to load migrations from, in order. An empty list loads nothing.
     pub directories: Vec<PathBuf>,

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 
 /// Which lock a command takes (`locking`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub enum Locking {
     /// `true`: the backend's native strategy (session lock on PostgreSQL and MySQL; on SQLite,
     /// which has none, the run is refused before anything is read).
@@ -41,6 +42,7 @@ impl Locking {
 
 /// How long to wait for a lock another runner holds (`lock_wait`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LockWait {
     /// Until the lock is free: its holder releases it, or its lease lapses.
     Forever,

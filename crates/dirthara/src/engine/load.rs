@@ -139,11 +139,7 @@ impl Migrator {
                     format!(
                         "is a {} migration but connection `{}` is {}; MongoDB migrations are \
                          `.json` command files, SQL databases take `.sql` files",
-                        match migration.format {
-                            StepFormat::Sql => "SQL",
-                            StepFormat::MongoCommands => "MongoDB (JSON)",
-                            StepFormat::Rust => "Rust",
-                        },
+                        migration.format.name(),
                         migration.connection,
                         kind.name()
                     ),

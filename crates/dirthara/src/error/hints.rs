@@ -4,16 +4,14 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::migration::{Migration, StepFormat};
+use crate::migration::Migration;
 
 /// What would make `migration` reversible, in the words its origin calls for: the down file
 /// beside its up file, spelled with the version exactly as the file name writes it
 /// (`0002_after.json` → `0002_after.down.json`), or a `down` for a Rust migration.
 pub(super) fn down_file(migration: &Migration) -> Option<String> {
-    let extension = match migration.format {
-        StepFormat::Rust => return Some("a `down` to the Rust migration".to_string()),
-        StepFormat::Sql => "sql",
-        StepFormat::MongoCommands => "json",
+    let Some(extension) = migration.format.file_extension() else {
+        return Some("a `down` to the Rust migration".to_string());
     };
     let origin = Path::new(&migration.origin);
     let file_name = origin.file_name()?.to_str()?;
@@ -50,6 +48,7 @@ pub(super) fn human(duration: Duration) -> String {
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::migration::StepFormat;
 
     fn irreversible(origin: &str, format: StepFormat) -> String {
         let mut migration = Migration::new(2, "after", "up");
