@@ -43,7 +43,7 @@ fn many_migrations_on_a_terminal_show_a_progress_line() {
     let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db --no-lock migrate", false) else {
         return;
     };
-    assert!(out.contains("\x1b[2K[="), "progress bar: {out:?}");
+    assert!(out.contains("[="), "progress bar: {out:?}");
     assert!(out.contains("/8 up "), "current migration: {out:?}");
     assert!(out.contains("Applied 8 in batch 1."), "{out:?}");
 }
@@ -54,7 +54,7 @@ fn a_few_migrations_get_plain_lines_even_on_a_terminal() {
     let Some(out) = on_terminal(dir.path(), "-d sqlite:t.db --no-lock migrate", false) else {
         return;
     };
-    assert!(!out.contains("\x1b[2K["), "{out:?}");
+    assert!(!out.contains("/3 up "), "{out:?}");
     assert!(out.contains("Applied 3 in batch 1."), "{out:?}");
 }
 

@@ -2,29 +2,23 @@
 //! finished steps on stdout (human mode), or every event as a JSON line (`--output ndjson`).
 
 use std::io::IsTerminal;
-use std::sync::{Arc, Mutex};
 
 use dirthara::{Direction, Event, EventSink};
 
-use super::progress::{spawn_ticker, Progress};
+use super::progress::Progress;
 use super::{stderr_line, stdout_line, warning_line, Renderer};
 use crate::cli::OutputFormat;
 
 impl Renderer {
     /// The sink the engine reports to while a command runs.
     pub fn events(self) -> EventSink {
-        let progress: Arc<Mutex<Option<Progress>>> = Arc::new(Mutex::new(None));
         let interactive =
             self.format == OutputFormat::Human && !self.quiet && std::io::stderr().is_terminal();
-        if interactive {
-            spawn_ticker(&progress);
+        if !interactive {
+            return EventSink::new(move |event| self.event(event));
         }
-        EventSink::new(move |event| {
-            if interactive {
-                self.track(&progress, event);
-            }
-            self.event(event)
-        })
+        let progress = Progress::default();
+        EventSink::new(move |event| progress.around(event, || self.event(event)))
     }
 
     fn event(&self, event: &Event) {

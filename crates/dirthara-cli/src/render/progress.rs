@@ -1,83 +1,31 @@
-//! The one-line progress display on a terminal: drawn on stderr for runs of more than a few
-//! steps, redrawn in place, and cleared before any other line is printed.
+//! The progress display on a terminal: an indicatif bar on stderr for runs of more than a
+//! few steps, hidden while any other line is printed so that the two never mix.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use dirthara::Event;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::Renderer;
-
-/// More steps than this get a progress line on a terminal; fewer read fine as plain lines.
+/// More steps than this get a progress bar on a terminal; fewer read fine as plain lines.
 const PROGRESS_THRESHOLD: usize = 5;
 
-/// A one-line progress display on stderr, redrawn in place; plain logs never see it.
-pub(super) struct Progress {
-    total: usize,
-    done: usize,
-    current: Option<String>,
-    started: Instant,
-    step_started: Instant,
-    visible: bool,
-}
+/// The bar of the run in progress, if it has one.
+#[derive(Default)]
+pub(super) struct Progress(Mutex<Option<ProgressBar>>);
 
 impl Progress {
-    fn draw(&mut self) {
-        const WIDTH: usize = 24;
-        let filled = (self.done * WIDTH).checked_div(self.total).unwrap_or(0);
-        let bar: String = "=".repeat(filled) + &" ".repeat(WIDTH - filled);
-        let current = self.current.as_deref().unwrap_or("");
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K[{bar}] {}/{} {current} ({:.1}s, total {:.1}s)",
-            self.done,
-            self.total,
-            self.step_started.elapsed().as_secs_f64(),
-            self.started.elapsed().as_secs_f64()
-        );
-        let _ = err.flush();
-        self.visible = true;
-    }
-
-    fn clear(&mut self) {
-        if self.visible {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[2K");
-            self.visible = false;
+    /// Runs `print` (which prints the plain output of `event`) with the bar out of the way,
+    /// then moves the bar on as `event` says.
+    pub(super) fn around(&self, event: &Event, print: impl FnOnce()) {
+        let mut bar = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match bar.as_ref() {
+            Some(shown) => shown.suspend(print),
+            None => print(),
         }
-    }
-}
-
-/// Keeps the elapsed time moving during a long migration; ends when the display is dropped.
-pub(super) fn spawn_ticker(progress: &Arc<Mutex<Option<Progress>>>) {
-    let ticker = Arc::downgrade(progress);
-    std::thread::spawn(move || loop {
-        std::thread::sleep(Duration::from_millis(250));
-        let Some(progress) = ticker.upgrade() else {
-            return;
-        };
-        let mut guard = progress.lock().unwrap();
-        if let Some(p) = guard.as_mut().filter(|p| p.visible) {
-            p.draw();
-        }
-    });
-}
-
-impl Renderer {
-    /// Redraws the progress line around the plain output of `event`.
-    pub(super) fn track(&self, progress: &Mutex<Option<Progress>>, event: &Event) {
-        let mut guard = progress.lock().unwrap();
         match event {
             Event::Planned { steps, .. } if *steps > PROGRESS_THRESHOLD => {
-                *guard = Some(Progress {
-                    total: *steps,
-                    done: 0,
-                    current: None,
-                    started: Instant::now(),
-                    step_started: Instant::now(),
-                    visible: false,
-                });
+                *bar = Some(new_bar(*steps as u64));
             }
             Event::MigrationStarted {
                 version,
@@ -85,27 +33,41 @@ impl Renderer {
                 direction,
                 ..
             } => {
-                if let Some(p) = guard.as_mut() {
-                    p.current = Some(format!("{direction} {version} {name}"));
-                    p.step_started = Instant::now();
-                    p.draw();
+                if let Some(shown) = bar.as_ref() {
+                    shown.set_message(format!("{direction} {version} {name}"));
                 }
             }
             Event::MigrationFinished { .. } => {
-                if let Some(p) = guard.as_mut() {
-                    p.done += 1;
-                    // The finished line goes to stdout; clear ours first so they do not mix.
-                    p.clear();
-                    if p.done == p.total {
-                        *guard = None;
+                if let Some(shown) = bar.as_ref() {
+                    shown.inc(1);
+                    if shown.position() >= shown.length().unwrap_or(0) {
+                        shown.finish_and_clear();
+                        *bar = None;
                     }
                 }
             }
-            _ => {
-                if let Some(p) = guard.as_mut() {
-                    p.clear();
-                }
-            }
+            _ => {}
         }
     }
+}
+
+impl Drop for Progress {
+    /// A run that ended early (an error) leaves no half-drawn bar behind.
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.get_mut().ok().and_then(Option::take) {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn new_bar(steps: u64) -> ProgressBar {
+    let bar = ProgressBar::with_draw_target(Some(steps), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template("[{bar:24}] {pos}/{len} {msg} ({elapsed})")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    // Keeps the elapsed time moving during a long migration.
+    bar.enable_steady_tick(Duration::from_millis(250));
+    bar
 }
