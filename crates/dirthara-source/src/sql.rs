@@ -29,6 +29,9 @@ pub struct Statement<'a> {
     pub offset: usize,
     /// 1-based line where `text` starts (its first non-blank character).
     pub line: usize,
+    /// 1-based line of the statement's first token, after any comments that lead it: the
+    /// line an error in the statement is reported at.
+    pub code_line: usize,
 }
 
 /// A top-level transaction-control statement found in a file.
@@ -308,10 +311,15 @@ fn statements<'a>(sql: &'a str, scan: &Scan) -> Vec<Statement<'a>> {
     let mut lines = LineCounter::default();
     scan.pieces
         .iter()
-        .map(|p| Statement {
-            text: &sql[p.start..p.end],
-            offset: p.start,
-            line: lines.line_at(sql, p.start),
+        .map(|p| {
+            let line = lines.line_at(sql, p.start);
+            let code_line = lines.line_at(sql, p.first.map_or(p.start, |t| t.start));
+            Statement {
+                text: &sql[p.start..p.end],
+                offset: p.start,
+                line,
+                code_line,
+            }
         })
         .collect()
 }

@@ -83,6 +83,9 @@ pub enum ErrorKind {
         version: i64,
         /// Its name, as recorded.
         name: String,
+        /// The error that left it so, when the failing run could record it (a run that was
+        /// killed could not).
+        failure: Option<crate::history::RecordedFailure>,
     },
     /// An applied migration's file changed since it was applied.
     ChecksumMismatch {
@@ -315,6 +318,15 @@ impl Error {
     pub(crate) fn after_waiting(mut self, waited: Duration) -> Self {
         self.rest.context.waited = Some(waited);
         self
+    }
+
+    /// `DIRTY_MIGRATION` for the `running` record `record`, quoting why it is dirty.
+    pub(crate) fn dirty(record: &crate::history::AppliedMigration) -> Self {
+        Error::new(ErrorKind::Dirty {
+            version: record.version,
+            name: record.name.clone(),
+            failure: record.failure.clone(),
+        })
     }
 
     /// `IRREVERSIBLE_MIGRATION` for `migration`, naming the down file it lacks.

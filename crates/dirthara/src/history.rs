@@ -5,7 +5,10 @@ use serde::Serialize;
 /// Version of the history's own layout (tables/columns). Bumped whenever the layout
 /// changes: a newer dirthara upgrades an older layout in place under the lock, and an older
 /// dirthara refuses a newer layout rather than misread it.
-pub const HISTORY_LAYOUT_VERSION: i64 = 1;
+///
+/// - 1: the first layout.
+/// - 2: a `failure` column (field on MongoDB): the error that left a record `running`.
+pub const HISTORY_LAYOUT_VERSION: i64 = 2;
 
 /// The default name of the history table/collection.
 pub const DEFAULT_HISTORY_TABLE: &str = "dirthara_migrations";
@@ -41,6 +44,66 @@ impl RecordState {
     }
 }
 
+/// The error that left a record `running` (a dirty migration), kept in the record so that
+/// whoever comes next — the second deploy's operator, `status` — sees why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct RecordedFailure {
+    /// The database's message (its first line), as the failing run showed it.
+    pub message: String,
+    /// SQLSTATE, error number or code name, where the database gave one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub code: Option<String>,
+    /// The line of the migration's file where the failing statement is.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub line: Option<usize>,
+}
+
+impl RecordedFailure {
+    /// The longest message kept: the record stays small, and the first run printed it whole.
+    const MAX_MESSAGE: usize = 1000;
+
+    /// What to keep of a step's error.
+    pub(crate) fn of(error: &crate::error::DatabaseError) -> Self {
+        let first_line = error.message.lines().next().unwrap_or_default();
+        RecordedFailure {
+            message: crate::text::cut_at_char_boundary(first_line, Self::MAX_MESSAGE).to_string(),
+            code: error
+                .code
+                .clone()
+                .or_else(|| error.number.map(|n| n.to_string())),
+            line: error.line,
+        }
+    }
+
+    /// As the history stores it: one JSON object.
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Read back; text that is not our JSON (written by hand) is kept as the message.
+    pub(crate) fn from_stored(text: &str) -> Self {
+        serde_json::from_str(text).unwrap_or_else(|_| RecordedFailure {
+            message: text.to_string(),
+            code: None,
+            line: None,
+        })
+    }
+}
+
+impl std::fmt::Display for RecordedFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(code) = &self.code {
+            write!(f, " ({code})")?;
+        }
+        if let Some(line) = self.line {
+            write!(f, " at line {line}")?;
+        }
+        Ok(())
+    }
+}
+
 /// One row of the history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AppliedMigration {
@@ -54,27 +117,38 @@ pub struct AppliedMigration {
     pub duration_ms: i64,
     /// `host:pid dirthara/<version>` of the runner that applied it.
     pub applied_by: String,
+    /// For a `running` record: the error that left it so, when the failing run could say.
+    pub failure: Option<RecordedFailure>,
+}
+
+/// A record the engine writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewRecord {
+    pub version: i64,
+    pub name: String,
+    pub checksum: String,
+    pub batch: i64,
+    pub state: RecordState,
+    /// `None`: measured by whoever runs the step together with this record.
+    pub duration_ms: Option<i64>,
+    pub applied_by: String,
 }
 
 /// A change to the history, as the engine asks a backend to make it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HistoryChange {
     /// Record a migration (as `running` before a non-transactional step, or `applied`).
-    Insert {
-        version: i64,
-        name: String,
-        checksum: String,
-        batch: i64,
-        state: RecordState,
-        /// `None`: measured by whoever runs the step together with this record.
-        duration_ms: Option<i64>,
-        applied_by: String,
-    },
+    Insert(NewRecord),
     /// A `running` record's step finished.
     MarkApplied { version: i64, duration_ms: i64 },
     /// Change a record's state without touching the rest (before a non-transactional down
-    /// step, or to undo that marker when the step failed cleanly).
+    /// step, or to undo that marker when the step failed cleanly). A recorded failure goes.
     SetState { version: i64, state: RecordState },
+    /// Keep, in a record left `running`, the error that left it so.
+    RecordFailure {
+        version: i64,
+        failure: RecordedFailure,
+    },
     /// Replace the recorded checksum (`resolve --accept-checksum`).
     SetChecksum { version: i64, checksum: String },
     /// Forget a migration (it was reversed).
@@ -85,14 +159,11 @@ impl HistoryChange {
     /// This change, with an unmeasured duration filled in.
     pub fn measured(&self, elapsed: std::time::Duration) -> HistoryChange {
         match self {
-            HistoryChange::Insert {
-                duration_ms: None, ..
-            } => {
-                let mut change = self.clone();
-                if let HistoryChange::Insert { duration_ms, .. } = &mut change {
-                    *duration_ms = Some(elapsed.as_millis() as i64);
-                }
-                change
+            HistoryChange::Insert(record) if record.duration_ms.is_none() => {
+                HistoryChange::Insert(NewRecord {
+                    duration_ms: Some(elapsed.as_millis().try_into().unwrap_or(i64::MAX)),
+                    ..record.clone()
+                })
             }
             other => other.clone(),
         }

@@ -89,6 +89,7 @@ mod redact;
 mod report;
 mod source;
 mod step_report;
+mod text;
 
 /// Compiles the migrations of a directory into the binary, validated at compile time.
 ///
@@ -125,7 +126,7 @@ pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
 pub use engine::Migrator;
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Event, EventSink, LockHolder, Warning};
-pub use history::{RecordState, DEFAULT_HISTORY_TABLE};
+pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{checksum, Direction, DownStep, Migration, StepFormat, DEFAULT_CONNECTION};
 pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
 pub use redact::redact_url;

@@ -249,10 +249,7 @@ fn verify_history(
     applied: &[AppliedMigration],
 ) -> Result<()> {
     if let Some(dirty) = applied.iter().find(|a| a.state == RecordState::Running) {
-        return Err(Error::new(ErrorKind::Dirty {
-            version: dirty.version,
-            name: dirty.name.clone(),
-        }));
+        return Err(Error::dirty(dirty));
     }
     for record in applied {
         match by_version.get(&record.version) {
@@ -365,6 +362,9 @@ pub struct MigrationStatus {
     /// The up step controls its own transaction (see [`Migration::own_transaction`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub own_transaction: Option<String>,
+    /// For a dirty migration: the error that left it so, as the failing run recorded it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<crate::history::RecordedFailure>,
 }
 
 /// Every migration known to the files or the history, in version order, with its state.
@@ -392,6 +392,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                 out_of_order: state == MigrationState::Pending
                     && newest_applied.is_some_and(|n| migration.version < n),
                 own_transaction: migration.own_transaction.clone(),
+                failure: record.and_then(|r| r.failure.clone()),
             },
         );
     }
@@ -410,6 +411,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                 applied_at: Some(record.applied_at.clone()),
                 out_of_order: false,
                 own_transaction: None,
+                failure: record.failure.clone(),
             });
     }
     lines.into_values().collect()

@@ -159,6 +159,12 @@ impl Renderer {
                     .collect();
                 stdout_line(cells.join("  ").trim_end());
             }
+            // Why each dirty migration is dirty, where the failing run could record it.
+            for m in &status.migrations {
+                if let Some(failure) = &m.failure {
+                    stdout_line(&format!("  {} left dirty by: {failure}", m.version));
+                }
+            }
         }
         stdout_line("");
         stdout_line(&lock_line(&status.lock));

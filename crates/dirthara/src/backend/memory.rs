@@ -97,37 +97,37 @@ fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
 fn apply_change(db: &mut MemoryDb, change: &HistoryChange) {
     let history = db.history.get_or_insert_with(BTreeMap::new);
     match change.measured(Duration::ZERO) {
-        HistoryChange::Insert {
-            version,
-            name,
-            checksum,
-            batch,
-            state,
-            duration_ms,
-            applied_by,
-        } => {
+        HistoryChange::Insert(record) => {
             history.insert(
-                version,
+                record.version,
                 AppliedMigration {
-                    version,
-                    name,
-                    checksum,
-                    batch,
-                    state,
+                    version: record.version,
+                    name: record.name,
+                    checksum: record.checksum,
+                    batch: record.batch,
+                    state: record.state,
                     applied_at: "2024-01-01T00:00:00Z".into(),
-                    duration_ms: duration_ms.unwrap_or(0),
-                    applied_by,
+                    duration_ms: record.duration_ms.unwrap_or(0),
+                    applied_by: record.applied_by,
+                    failure: None,
                 },
             );
         }
         HistoryChange::MarkApplied { version, .. } => {
             if let Some(r) = history.get_mut(&version) {
                 r.state = crate::history::RecordState::Applied;
+                r.failure = None;
             }
         }
         HistoryChange::SetState { version, state } => {
             if let Some(r) = history.get_mut(&version) {
                 r.state = state;
+                r.failure = None;
+            }
+        }
+        HistoryChange::RecordFailure { version, failure } => {
+            if let Some(r) = history.get_mut(&version) {
+                r.failure = Some(failure);
             }
         }
         HistoryChange::SetChecksum { version, checksum } => {

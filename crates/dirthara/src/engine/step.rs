@@ -13,7 +13,7 @@ use crate::backend::{Step, StepBody, StepFailure};
 use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
-use crate::history::{HistoryChange, RecordState};
+use crate::history::{HistoryChange, NewRecord, RecordState, RecordedFailure};
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::PlannedStep;
@@ -119,7 +119,7 @@ impl Session<'_> {
         let migration = step.migration;
         let migrator = self.migrator;
         let completion = match step.direction {
-            Direction::Up => HistoryChange::Insert {
+            Direction::Up => HistoryChange::Insert(NewRecord {
                 version: migration.version,
                 name: migration.name.clone(),
                 checksum: migration.checksum().to_string(),
@@ -127,7 +127,7 @@ impl Session<'_> {
                 state: RecordState::Applied,
                 duration_ms: None,
                 applied_by: self.applied_by.clone(),
-            },
+            }),
             Direction::Down => HistoryChange::Delete {
                 version: migration.version,
             },
@@ -261,7 +261,7 @@ impl Session<'_> {
                 let rolled_back =
                     prepared.transactional && self.step_is_undone_on_failure(prepared);
                 if !(rolled_back || failure.nothing_changed) {
-                    return Err(prepared.failed(failure, true));
+                    return Err(self.left_dirty(prepared, failure).await);
                 }
                 // The step rolled back cleanly, or was refused before it changed anything:
                 // take the marker back.
@@ -280,6 +280,22 @@ impl Session<'_> {
                     Err(undo_error) => Err(error.with_secondary(undo_error)),
                 }
             }
+        }
+    }
+
+    /// A step that failed after something may have committed: its `running` record stays,
+    /// and keeps the error, so the next run (and `status`) can say why it is dirty. If even
+    /// that cannot be written (the connection is gone), the record stays without it.
+    async fn left_dirty(&mut self, prepared: &Prepared<'_>, failure: StepFailure) -> Error {
+        let why = HistoryChange::RecordFailure {
+            version: prepared.migration.version,
+            failure: RecordedFailure::of(&failure.error),
+        };
+        let kept = self.history.record(&[why]).await;
+        let error = prepared.failed(failure, true);
+        match kept {
+            Ok(()) => error,
+            Err(not_kept) => error.with_secondary(not_kept),
         }
     }
 
@@ -307,8 +323,8 @@ impl Session<'_> {
 
 impl HistoryChange {
     fn with_state(mut self, new_state: RecordState) -> Self {
-        if let HistoryChange::Insert { state, .. } = &mut self {
-            *state = new_state;
+        if let HistoryChange::Insert(record) = &mut self {
+            record.state = new_state;
         }
         self
     }

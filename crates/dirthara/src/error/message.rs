@@ -128,14 +128,32 @@ impl fmt::Display for Error {
                 }
                 Ok(())
             }
-            ErrorKind::Dirty { version, name } => write!(
-                f,
-                "migration {version} ({name}) was started by an earlier run that did not finish it \
-                 (it failed or died inside a step that could not run in a transaction), so it may \
-                 be half-applied. Check the database by hand, then run \
-                 `dirthara resolve {version} --applied` if its changes are in place or \
-                 `dirthara resolve {version} --rolled-back` if they are not"
-            ),
+            ErrorKind::Dirty {
+                version,
+                name,
+                failure,
+            } => {
+                match failure {
+                    Some(failure) => write!(
+                        f,
+                        "migration {version} ({name}) was started by an earlier run that failed \
+                         inside it, after something may have committed: {failure}. It may be \
+                         half-applied."
+                    )?,
+                    None => write!(
+                        f,
+                        "migration {version} ({name}) was started by an earlier run that did not \
+                         finish it (it died inside a step that could not run in a transaction), \
+                         so it may be half-applied."
+                    )?,
+                }
+                write!(
+                    f,
+                    " Check the database by hand, then run `dirthara resolve {version} --applied` \
+                     if its changes are in place or `dirthara resolve {version} --rolled-back` if \
+                     they are not"
+                )
+            }
             ErrorKind::ChecksumMismatch {
                 version,
                 name,

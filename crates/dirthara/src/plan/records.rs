@@ -3,7 +3,7 @@
 //! Pure: the engine reads the history under the lock, asks here, and writes what comes back.
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::history::{AppliedMigration, HistoryChange, RecordState};
+use crate::history::{AppliedMigration, HistoryChange, NewRecord, RecordState};
 use crate::migration::{Direction, Migration};
 
 /// What `resolve` records after an operator fixed a migration by hand.
@@ -61,7 +61,7 @@ pub(crate) fn recorded_without_running(
     batch: i64,
     applied_by: &str,
 ) -> HistoryChange {
-    HistoryChange::Insert {
+    HistoryChange::Insert(NewRecord {
         version: migration.version,
         name: migration.name.clone(),
         checksum: migration.checksum().to_string(),
@@ -69,7 +69,7 @@ pub(crate) fn recorded_without_running(
         state: RecordState::Applied,
         duration_ms: Some(0),
         applied_by: applied_by.to_string(),
-    }
+    })
 }
 
 /// `resolve <version> --applied | --rolled-back | --accept-checksum`: the one change to
@@ -108,10 +108,7 @@ pub(crate) fn plan_resolution<'h>(
                 }));
             };
             if dirty {
-                return Err(Error::new(ErrorKind::Dirty {
-                    version,
-                    name: record.name.clone(),
-                }));
+                return Err(Error::dirty(record));
             }
             if migration.checksum() == record.checksum {
                 return Ok(None);
@@ -140,10 +137,7 @@ pub(crate) fn next_batch(applied: &[AppliedMigration]) -> i64 {
 
 fn refuse_dirty(applied: &[AppliedMigration]) -> Result<()> {
     match applied.iter().find(|a| a.state == RecordState::Running) {
-        Some(dirty) => Err(Error::new(ErrorKind::Dirty {
-            version: dirty.version,
-            name: dirty.name.clone(),
-        })),
+        Some(dirty) => Err(Error::dirty(dirty)),
         None => Ok(()),
     }
 }
@@ -163,6 +157,7 @@ mod tests {
             applied_at: String::new(),
             duration_ms: 7,
             applied_by: String::new(),
+            failure: None,
         }
     }
 
@@ -182,11 +177,11 @@ mod tests {
         assert_eq!(versions, [2, 3]);
         assert!(records.iter().all(|r| matches!(
             &r.change,
-            HistoryChange::Insert {
+            HistoryChange::Insert(NewRecord {
                 batch: 4,
                 state: RecordState::Applied,
                 ..
-            }
+            })
         )));
     }
 

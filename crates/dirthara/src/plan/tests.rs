@@ -47,6 +47,7 @@ fn rec(migration: &Migration, batch: i64) -> AppliedMigration {
         applied_at: "2024-01-01T00:00:00Z".to_string(),
         duration_ms: 1,
         applied_by: "test:1 dirthara/0".to_string(),
+        failure: None,
     }
 }
 

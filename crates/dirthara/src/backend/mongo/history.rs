@@ -8,7 +8,9 @@ use mongodb::ClientSession;
 use super::MongoBackend;
 use crate::backend::history_tables::{HistoryTables, Known};
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, HistoryChange, RecordState, HISTORY_LAYOUT_VERSION};
+use crate::history::{
+    AppliedMigration, HistoryChange, RecordState, RecordedFailure, HISTORY_LAYOUT_VERSION,
+};
 
 #[async_trait]
 impl HistoryTables for MongoBackend {
@@ -65,11 +67,24 @@ impl HistoryTables for MongoBackend {
             .map_err(|e| self.error(e))
     }
 
+    /// Documents take new fields as they come: an upgrade only says the layout is current.
+    async fn upgrade(&mut self, _from: i64) -> Result<()> {
+        self.db
+            .collection::<Document>(&format!("{}_meta", self.table))
+            .update_one(
+                doc! { "_id": "layout_version" },
+                doc! { "$set": { "value": HISTORY_LAYOUT_VERSION } },
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| self.error(e))
+    }
+
     fn known(&mut self) -> &mut Known {
         &mut self.known
     }
 
-    async fn select(&mut self) -> Result<Vec<AppliedMigration>> {
+    async fn select(&mut self, _layout: i64) -> Result<Vec<AppliedMigration>> {
         let mut cursor = self
             .db
             .collection::<Document>(&self.table)
@@ -108,34 +123,36 @@ impl MongoBackend {
             };
         }
         match change {
-            HistoryChange::Insert {
-                version,
-                name,
-                checksum,
-                batch,
-                state,
-                duration_ms,
-                applied_by,
-            } => {
+            HistoryChange::Insert(record) => {
                 let record = doc! {
-                    "_id": *version,
-                    "name": name,
-                    "checksum": checksum,
-                    "batch": *batch,
-                    "state": state.as_str(),
+                    "_id": record.version,
+                    "name": &record.name,
+                    "checksum": &record.checksum,
+                    "batch": record.batch,
+                    "state": record.state.as_str(),
                     "appliedAt": now,
-                    "durationMs": duration_ms.unwrap_or(0),
-                    "appliedBy": applied_by,
+                    "durationMs": record.duration_ms.unwrap_or(0),
+                    "appliedBy": &record.applied_by,
                 };
                 run!(history.insert_one(record))
             }
-            HistoryChange::MarkApplied { version, duration_ms } => run!(history.update_one(
+            HistoryChange::MarkApplied {
+                version,
+                duration_ms,
+            } => run!(history.update_one(
                 doc! { "_id": *version },
-                doc! { "$set": { "state": "applied", "durationMs": *duration_ms, "appliedAt": now } }
+                doc! {
+                    "$set": { "state": "applied", "durationMs": *duration_ms, "appliedAt": now },
+                    "$unset": { "failure": "" },
+                }
             )),
             HistoryChange::SetState { version, state } => run!(history.update_one(
                 doc! { "_id": *version },
-                doc! { "$set": { "state": state.as_str() } }
+                doc! { "$set": { "state": state.as_str() }, "$unset": { "failure": "" } }
+            )),
+            HistoryChange::RecordFailure { version, failure } => run!(history.update_one(
+                doc! { "_id": *version },
+                doc! { "$set": { "failure": failure.to_json() } }
             )),
             HistoryChange::SetChecksum { version, checksum } => run!(history.update_one(
                 doc! { "_id": *version },
@@ -173,5 +190,9 @@ fn parse_record(document: &Document) -> Option<AppliedMigration> {
             .get_str("appliedBy")
             .unwrap_or_default()
             .to_string(),
+        failure: document
+            .get_str("failure")
+            .ok()
+            .map(RecordedFailure::from_stored),
     })
 }

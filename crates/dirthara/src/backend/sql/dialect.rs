@@ -202,10 +202,56 @@ impl Dialect {
              \x20 state VARCHAR(16) NOT NULL,\n\
              \x20 applied_at {ts} NOT NULL,\n\
              \x20 duration_ms BIGINT NOT NULL,\n\
-             \x20 applied_by VARCHAR(255) NOT NULL\n)",
+             \x20 applied_by VARCHAR(255) NOT NULL,\n\
+             \x20 failure TEXT\n)",
             t = names.history,
             ts = self.timestamp_type(),
         )
+    }
+
+    /// Upgrades a history of layout `from` to the current layout, in place (under the lock):
+    /// each step adds what its layout added, then the meta table says so. A column a run
+    /// added before it died (MySQL commits an `ALTER` at once) is not added again:
+    /// `has_failure` says whether it is there.
+    pub fn upgrade_sql(self, names: &HistoryNames, from: i64, has_failure: bool) -> Vec<String> {
+        let mut steps = Vec::new();
+        if from < 2 && !has_failure {
+            steps.push(format!(
+                "ALTER TABLE {} ADD COLUMN failure TEXT",
+                names.history
+            ));
+        }
+        steps.push(format!(
+            "UPDATE {} SET meta_value = {} WHERE meta_key = {}",
+            names.meta,
+            self.literal(&HISTORY_LAYOUT_VERSION.to_string()),
+            self.literal(LAYOUT_KEY)
+        ));
+        steps
+    }
+
+    /// One row when the history table has the `failure` column (layout 2), asked of the
+    /// catalog so that nothing fails when it has not.
+    pub fn has_failure_column_sql(self, names: &HistoryNames) -> String {
+        let table = self.literal(&names.table);
+        let schema = |current: &str| {
+            (names.schema.as_deref()).map_or_else(|| current.to_string(), |s| self.literal(s))
+        };
+        match self {
+            Dialect::Sqlite => {
+                format!("SELECT name FROM pragma_table_info({table}) WHERE name = 'failure'")
+            }
+            Dialect::Postgres => format!(
+                "SELECT column_name::text FROM information_schema.columns WHERE table_schema = {} \
+                 AND table_name = {table} AND column_name = 'failure'",
+                schema("current_schema()")
+            ),
+            Dialect::Mysql => format!(
+                "SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE \
+                 table_schema = {} AND table_name = {table} AND column_name = 'failure'",
+                schema("DATABASE()")
+            ),
+        }
     }
 
     pub fn create_meta_sql(self, names: &HistoryNames) -> String {
@@ -226,13 +272,16 @@ impl Dialect {
         )
     }
 
-    pub fn select_history_sql(self, names: &HistoryNames) -> String {
+    /// Every record, in version order, of a history of layout `layout` (a read-only
+    /// command reads an older layout as it is: only a locked one upgrades it).
+    pub fn select_history_sql(self, names: &HistoryNames, layout: i64) -> String {
         format!(
-            "SELECT {}, name, checksum, {}, state, {}, {}, applied_by FROM {} ORDER BY version",
+            "SELECT {}, name, checksum, {}, state, {}, {}, applied_by, {} FROM {} ORDER BY version",
             self.text("version"),
             self.text("batch"),
             self.timestamp_text("applied_at"),
             self.text("duration_ms"),
+            if layout >= 2 { "failure" } else { "NULL" },
             names.history
         )
     }
@@ -240,35 +289,35 @@ impl Dialect {
     pub fn change_sql(self, names: &HistoryNames, change: &HistoryChange) -> String {
         let t = &names.history;
         match change {
-            HistoryChange::Insert {
-                version,
-                name,
-                checksum,
-                batch,
-                state,
-                duration_ms,
-                applied_by,
-            } => format!(
+            HistoryChange::Insert(record) => format!(
                 "INSERT INTO {t} (version, name, checksum, batch, state, applied_at, duration_ms, applied_by) \
-                 VALUES ({version}, {}, {}, {batch}, {}, {}, {}, {})",
-                self.literal(name),
-                self.literal(checksum),
-                self.literal(state.as_str()),
+                 VALUES ({}, {}, {}, {}, {}, {}, {}, {})",
+                record.version,
+                self.literal(&record.name),
+                self.literal(&record.checksum),
+                record.batch,
+                self.literal(record.state.as_str()),
                 self.now(),
-                duration_ms.map_or_else(|| self.elapsed_ms().to_string(), |d| d.to_string()),
-                self.literal(applied_by),
+                record
+                    .duration_ms
+                    .map_or_else(|| self.elapsed_ms().to_string(), |d| d.to_string()),
+                self.literal(&record.applied_by),
             ),
             HistoryChange::MarkApplied {
                 version,
                 duration_ms,
             } => format!(
-                "UPDATE {t} SET state = 'applied', duration_ms = {duration_ms}, applied_at = {} \
-                 WHERE version = {version}",
+                "UPDATE {t} SET state = 'applied', duration_ms = {duration_ms}, applied_at = {}, \
+                 failure = NULL WHERE version = {version}",
                 self.now()
             ),
             HistoryChange::SetState { version, state } => format!(
-                "UPDATE {t} SET state = {} WHERE version = {version}",
+                "UPDATE {t} SET state = {}, failure = NULL WHERE version = {version}",
                 self.literal(state.as_str())
+            ),
+            HistoryChange::RecordFailure { version, failure } => format!(
+                "UPDATE {t} SET failure = {} WHERE version = {version}",
+                self.literal(&failure.to_json())
             ),
             HistoryChange::SetChecksum { version, checksum } => format!(
                 "UPDATE {t} SET checksum = {} WHERE version = {version}",

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::{Dialect, SqlBackend, SqlDriver};
 use crate::backend::history_tables::{HistoryTables, Known};
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, RecordState};
+use crate::history::{AppliedMigration, RecordState, RecordedFailure, HISTORY_LAYOUT_VERSION};
 
 #[async_trait]
 impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
@@ -35,7 +35,7 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
         let sql = format!(
             "{}; {}",
             dialect.layout_sql(&self.names),
-            dialect.select_history_sql(&self.names)
+            dialect.select_history_sql(&self.names, HISTORY_LAYOUT_VERSION)
         );
         let mut rows = self.driver.fetch_text(&sql).await.ok()?;
         let (layout, records) = rows.split_first_mut()?;
@@ -87,8 +87,29 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
         &mut self.known
     }
 
-    async fn select(&mut self) -> Result<Vec<AppliedMigration>> {
-        let sql = self.driver.dialect().select_history_sql(&self.names);
+    async fn upgrade(&mut self, from: i64) -> Result<()> {
+        let dialect = self.driver.dialect();
+        let has_failure = !(self.driver)
+            .fetch_text(&dialect.has_failure_column_sql(&self.names))
+            .await
+            .map_err(|e| self.history_error(e))?
+            .is_empty();
+        let steps = dialect.upgrade_sql(&self.names, from, has_failure);
+        // One transaction where DDL is transactional; on MySQL the ALTER commits by itself,
+        // and a run that dies after it finds the column there next time.
+        let sql = format!("{}; {}; COMMIT", dialect.begin(), steps.join("; "));
+        let sent = self.driver.execute(&sql).await;
+        if sent.is_err() {
+            self.driver.clean_up_after_failure().await;
+        }
+        sent.map_err(|e| self.history_error(e))
+    }
+
+    async fn select(&mut self, layout: i64) -> Result<Vec<AppliedMigration>> {
+        let sql = self
+            .driver
+            .dialect()
+            .select_history_sql(&self.names, layout);
         let rows = self
             .driver
             .fetch_text(&sql)
@@ -127,6 +148,7 @@ fn parse_history_row(row: &mut [Option<String>]) -> Option<AppliedMigration> {
         applied_at: take(5).unwrap_or_default(),
         duration_ms,
         applied_by: take(7).unwrap_or_default(),
+        failure: take(8).map(|text| RecordedFailure::from_stored(&text)),
     })
 }
 
@@ -148,6 +170,7 @@ mod tests {
         ]
         .iter()
         .map(|s| Some(s.to_string()))
+        .chain([None])
         .collect();
         let parsed = parse_history_row(&mut row.clone()).unwrap();
         assert_eq!(

@@ -39,6 +39,7 @@ fn record(version: i64, state: RecordState) -> AppliedMigration {
         applied_at: String::new(),
         duration_ms: 0,
         applied_by: String::new(),
+        failure: None,
     }
 }
 
