@@ -300,13 +300,14 @@ fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseE
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
 #[cfg(any(feature = "postgres", feature = "mongodb"))]
 pub(crate) fn session_label(operation: &str) -> String {
-    let mut label = format!(
-        "dirthara {operation} {}:{}",
-        crate::hostname(),
-        std::process::id()
-    );
-    // PostgreSQL truncates application_name at 63 bytes.
-    label.truncate(63);
+    label_of(operation, &crate::hostname(), std::process::id())
+}
+
+#[cfg_attr(not(any(feature = "postgres", feature = "mongodb")), allow(dead_code))]
+fn label_of(operation: &str, host: &str, pid: u32) -> String {
+    let mut label = format!("dirthara {operation} {host}:{pid}");
+    // PostgreSQL truncates application_name at 63 bytes; a host name may hold multi-byte text.
+    crate::text::truncate_at_char_boundary(&mut label, 63);
     label
 }
 
@@ -331,5 +332,15 @@ mod tests {
         let err = BackendKind::from_url("oracle://u:pw@x/y").unwrap_err();
         assert_eq!(err.code(), crate::Code::ConfigError);
         assert!(!err.to_string().contains("pw"));
+    }
+
+    #[test]
+    fn a_session_label_with_a_multi_byte_host_name_is_cut_between_characters() {
+        // `dirthara migrate x` is 18 bytes and `ü` 2: byte 63 falls inside a character.
+        let host = format!("x{}", "ü".repeat(40));
+        let label = label_of("migrate", &host, 4242);
+        assert!(label.len() <= 63, "{label}");
+        assert!(format!("dirthara migrate {host}:4242").starts_with(&label));
+        assert_eq!(label_of("up", "db1", 7), "dirthara up db1:7");
     }
 }

@@ -88,6 +88,7 @@ mod redact;
 mod report;
 mod source;
 mod step_report;
+mod text;
 
 /// Compiles the migrations of a directory into the binary, validated at compile time.
 ///
