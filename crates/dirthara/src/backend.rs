@@ -65,6 +65,15 @@ impl BackendKind {
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
+        // `postgres:name` is read by some drivers as a database name they then quote back in
+        // their errors: a server URL without `//` is refused before any driver sees it.
+        let server = !matches!(scheme.as_str(), "sqlite" | "memory");
+        if server && !url[scheme.len()..].starts_with("://") && BackendKind::is_known(&scheme) {
+            return Err(Error::config(format!(
+                "`{}`: a {scheme} URL starts with `{scheme}://`, e.g. `{scheme}://user@host/database`",
+                crate::redact::redact_url(url)
+            )));
+        }
         match scheme.as_str() {
             "sqlite" => Ok(BackendKind::Sqlite),
             "postgres" | "postgresql" => Ok(BackendKind::Postgres),
@@ -73,11 +82,24 @@ impl BackendKind {
             "memory" => Ok(BackendKind::Memory),
             "mongodb" | "mongodb+srv" => Ok(BackendKind::Mongo),
             _ => Err(Error::config(format!(
-                "`{}`: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
+                "{}: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
                  sqlite:, mongodb:// or mongodb+srv://",
-                crate::redact::redact_url(url)
+                match crate::redact::redact_url(url) {
+                    // Not a URL at all: perhaps a password pasted in its place.
+                    shown if shown == "***" => "a database URL that is not a URL (not shown, \
+                                                in case it is a secret)"
+                        .to_string(),
+                    shown => format!("`{shown}`"),
+                }
             ))),
         }
+    }
+
+    fn is_known(scheme: &str) -> bool {
+        matches!(
+            scheme,
+            "postgres" | "postgresql" | "mysql" | "mariadb" | "mongodb" | "mongodb+srv"
+        )
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -332,6 +354,19 @@ mod tests {
         let err = BackendKind::from_url("oracle://u:pw@x/y").unwrap_err();
         assert_eq!(err.code(), crate::Code::ConfigError);
         assert!(!err.to_string().contains("pw"));
+        let err = BackendKind::from_url("hunter2").unwrap_err().to_string();
+        assert!(
+            err.contains("not a URL (not shown") && !err.contains("hunter2"),
+            "{err}"
+        );
+        // A driver would read `PASSWORD` as a database name, and quote it back.
+        let err = BackendKind::from_url("postgres:PASSWORD")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("starts with `postgres://`") && !err.contains("PASSWORD"),
+            "{err}"
+        );
     }
 
     #[test]
