@@ -89,7 +89,8 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Human, global = true)]
     pub output: OutputFormat,
 
-    /// Print nothing but errors (and the output of status, preview and unlock)
+    /// Print nothing but errors, warnings, the notice that a run takes no lock, and the output
+    /// of status, preview and unlock
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
