@@ -273,6 +273,15 @@ fn baseline_from_sqlx_on_sqlite_records_what_sqlx_applied_then_migrate_runs_the_
     preview.success();
     assert_eq!(preview.json()["recorded"][0]["version"], 1);
     assert_eq!(preview.json()["preview"], true);
+    // Like every preview, it says it took no lock, in both output formats.
+    let notice = preview.json()["notice"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(notice.starts_with("this preview took no lock"), "{notice}");
+    p.unlocked(DB, &["preview", "baseline", "--from", "sqlx"])
+        .success()
+        .stderr_has("note: this preview took no lock");
     assert!(!p.tables(DB).contains(&"dirthara_migrations".into()));
     let run = p.unlocked(DB, &["baseline", "--from", "sqlx"]);
     run.success()

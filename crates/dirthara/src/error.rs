@@ -75,8 +75,12 @@ pub enum ErrorKind {
         error: DatabaseError,
         /// True when the history keeps a `running` record for it (the step could not be rolled back).
         left_dirty: bool,
+        /// Whether the step ran inside a transaction (rolled back at the failure). On a
+        /// database that commits schema changes at once (MySQL/MariaDB) such a step can
+        /// still leave part of itself behind, and be `left_dirty`.
+        transactional: bool,
     },
-    /// A previous run died inside a migration that could not run in a transaction.
+    /// A previous run failed or died inside a migration step that a rollback could not undo.
     Dirty {
         /// The version the history marks as `running`.
         version: i64,
@@ -329,6 +333,7 @@ impl serde::Serialize for Error {
             connection,
             error,
             left_dirty,
+            transactional,
         } = &*self.kind
         {
             map.serialize_entry(
@@ -339,6 +344,7 @@ impl serde::Serialize for Error {
                     "direction": direction,
                     "connection": connection,
                     "left_dirty": left_dirty,
+                    "transactional": transactional,
                 }),
             )?;
             map.serialize_entry("database", error)?;

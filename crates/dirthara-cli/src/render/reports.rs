@@ -213,6 +213,9 @@ impl Renderer {
         if self.quiet && !report.preview {
             return;
         }
+        if let Some(notice) = &report.notice {
+            stderr_line(&format!("note: {notice}"));
+        }
         let what = if report.preview {
             "would record as applied"
         } else {

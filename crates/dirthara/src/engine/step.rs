@@ -36,6 +36,7 @@ impl Session<'_> {
                 connection: migration.connection.clone(),
                 error: *failure.error,
                 left_dirty,
+                transactional: step.transactional(),
             })
         };
         let completion = match step.direction {

@@ -96,17 +96,26 @@ impl fmt::Display for Error {
                 connection,
                 error,
                 left_dirty,
+                transactional,
             } => {
                 write!(
                     f,
                     "migration {version} ({name}) failed while running {direction} on connection \
                      `{connection}`: {error}"
                 )?;
+                // What became of the step, as it is: a transactional step that was rolled back
+                // never "could not run in a transaction".
                 if error.connection_lost {
-                    let fate = if *left_dirty {
-                        "it could not run in a transaction, so it may be half-applied"
-                    } else {
-                        "it ran in a transaction, which the server rolled back"
+                    let fate = match (*transactional, *left_dirty) {
+                        (true, false) => "it ran in a transaction, which the server rolled back",
+                        (true, true) => {
+                            "it ran in a transaction, but the schema changes the database \
+                             committed at once may have stayed"
+                        }
+                        (false, true) => {
+                            "it could not run in a transaction, so it may be half-applied"
+                        }
+                        (false, false) => "it had changed nothing",
                     };
                     write!(
                         f,
@@ -114,11 +123,19 @@ impl fmt::Display for Error {
                     )?;
                 }
                 if *left_dirty {
+                    let why = match transactional {
+                        true => {
+                            "It ran in a transaction, but this database commits schema changes \
+                             (DDL) at once, so the rollback could not undo what ran before the \
+                             failure"
+                        }
+                        false => "It could not run in a transaction",
+                    };
                     write!(
                         f,
-                        "\nIt could not run in a transaction, so the history marks it as running. \
-                         Repair the database by hand, then run `dirthara resolve {version} --applied` \
-                         or `dirthara resolve {version} --rolled-back`"
+                        "\n{why}, so the history marks it as running. Repair the database by hand, \
+                         then run `dirthara resolve {version} --applied` or \
+                         `dirthara resolve {version} --rolled-back`"
                     )?;
                 }
                 Ok(())
@@ -126,7 +143,7 @@ impl fmt::Display for Error {
             ErrorKind::Dirty { version, name } => write!(
                 f,
                 "migration {version} ({name}) was started by an earlier run that did not finish it \
-                 (it failed or died inside a step that could not run in a transaction), so it may \
+                 (it failed or died inside a step that a rollback could not undo), so it may \
                  be half-applied. Check the database by hand, then run \
                  `dirthara resolve {version} --applied` if its changes are in place or \
                  `dirthara resolve {version} --rolled-back` if they are not"
