@@ -164,8 +164,8 @@ pub struct Error {
 struct Context {
     /// How long we waited for the lock before giving up or being interrupted.
     waited: Option<Duration>,
-    /// `Irreversible`: the file that would make the migration reversible.
-    down_file: Option<String>,
+    /// `Irreversible`: what would make the migration reversible, in its layout's words.
+    reversal: Option<String>,
 }
 
 impl Error {
@@ -255,13 +255,14 @@ impl Error {
         self
     }
 
-    /// `IRREVERSIBLE_MIGRATION` for `migration`, naming the down file it lacks.
+    /// `IRREVERSIBLE_MIGRATION` for `migration`, saying what would reverse it in the words
+    /// of its files' layout.
     pub(crate) fn irreversible(migration: &Migration) -> Self {
         let mut error = Error::new(ErrorKind::Irreversible {
             version: migration.version,
             name: migration.name.clone(),
         });
-        error.context.down_file = down_file(migration);
+        error.context.reversal = reversal(migration);
         error
     }
 
@@ -362,7 +363,7 @@ impl serde::Serialize for Error {
 mod hints;
 mod message;
 
-use hints::{down_file, human};
+use hints::{human, reversal};
 
 /// `std::result::Result` with dirthara's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

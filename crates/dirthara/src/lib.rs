@@ -133,6 +133,7 @@ pub use report::{
     ForceUnlockReport, LockReport, LockState, Operation, Preview, PreviewStep, RunReport,
     StatusReport, StepReport,
 };
+pub use source::DirectoryLayout;
 
 pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()

@@ -187,7 +187,8 @@ impl Renderer {
         }
     }
 
-    pub fn created(&self, paths: &[std::path::PathBuf]) {
+    /// `new`: the files written (stdout), and what to know about them (stderr).
+    pub fn created(&self, paths: &[std::path::PathBuf], notes: &[String]) {
         let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         match self.format {
             OutputFormat::Human => {
@@ -198,6 +199,11 @@ impl Renderer {
             OutputFormat::Json => stdout_line(&serde_json::json!({ "created": paths }).to_string()),
             OutputFormat::Ndjson => {
                 stdout_line(&serde_json::json!({ "event": "result", "created": paths }).to_string())
+            }
+        }
+        if !self.quiet {
+            for note in notes {
+                stderr_line(&format!("note: {note}"));
             }
         }
     }

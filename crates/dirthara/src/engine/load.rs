@@ -58,8 +58,9 @@ impl Migrator {
 
     /// Reads each step as the database it runs on would: a SQL file that controls its own
     /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
-    /// empty or comment-only down step reverses nothing; a MySQL `DELIMITER` script must
-    /// split cleanly. Every malformed script is reported at once, before anything runs.
+    /// up step with nothing to run is refused, an empty or comment-only down step reverses
+    /// nothing; a MySQL `DELIMITER` script must split cleanly. Every malformed script is
+    /// reported at once, before anything runs.
     fn read_as_their_database_would(
         &self,
         migrations: &mut [Migration],
@@ -81,6 +82,15 @@ impl Migrator {
                 }
                 _ => continue,
             };
+            // Blank to every database is refused by the file rules; blank to this one (only
+            // MySQL `#` comments, say) only here, where the database is known.
+            if tokens::is_blank(migration.up(), dialect) {
+                problems.push(crate::error::Problem {
+                    file: PathBuf::from(&migration.origin),
+                    reason: crate::source::empty_up(migration.layout.map(|l| l.layout)),
+                });
+                continue;
+            }
             let up = read_sql_step(dialect, &migration.origin, Direction::Up, migration.up());
             if let Some(control) = up.map_err(|p| problems.push(p)).ok().flatten() {
                 migration.own_transaction.get_or_insert(control);

@@ -171,8 +171,8 @@ impl fmt::Display for Error {
                     "migration {version} ({name}) has no down step, so it cannot be reversed; \
                      nothing was changed. "
                 )?;
-                match &self.context.down_file {
-                    Some(file) => write!(f, "Add {file}, or choose a target after it"),
+                match &self.context.reversal {
+                    Some(advice) => write!(f, "{advice}, or choose a target after it"),
                     None => write!(
                         f,
                         "Add a `{version}_{name}.down.sql` (`.down.json` for MongoDB), or choose \
