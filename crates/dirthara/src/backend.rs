@@ -17,6 +17,8 @@ use crate::migration::Direction;
 pub(crate) mod memory;
 #[cfg(feature = "mongodb")]
 mod mongo;
+#[cfg(feature = "mongodb")]
+pub(crate) use mongo::parse_commands;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]

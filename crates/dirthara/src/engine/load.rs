@@ -78,6 +78,7 @@ impl Migrator {
                     if let Some(down) = &mut migration.down {
                         down.is_blank = crate::source::is_blank_commands(&down.text);
                     }
+                    problems.extend(check_extended_json(migration));
                     continue;
                 }
                 _ => continue,
@@ -161,6 +162,33 @@ impl Migrator {
         }
         Ok(())
     }
+}
+
+/// Every step of a JSON command migration as MongoDB will get it: each command converted from
+/// Extended JSON v2 by the parser the backend runs, so an invalid `$oid` or `$date` in
+/// migration 2 is refused with the other bad files, before migration 1 is applied.
+#[cfg(feature = "mongodb")]
+fn check_extended_json(migration: &Migration) -> Vec<crate::error::Problem> {
+    let down = (migration.down.as_ref())
+        .filter(|down| !down.is_blank)
+        .map(|down| (Direction::Down, down.text.as_str()));
+    [(Direction::Up, migration.up())]
+        .into_iter()
+        .chain(down)
+        .filter_map(|(direction, text)| {
+            let reason = crate::backend::parse_commands(text).err()?;
+            Some(crate::error::Problem {
+                file: PathBuf::from(&migration.origin),
+                reason: format!("{direction} step: {reason}"),
+            })
+        })
+        .collect()
+}
+
+/// Without the MongoDB driver no JSON migration can run: connecting says so.
+#[cfg(not(feature = "mongodb"))]
+fn check_extended_json(_: &Migration) -> Vec<crate::error::Problem> {
+    Vec::new()
 }
 
 /// One SQL step as `dialect` reads it: how it controls its own transaction (e.g. `` `COMMIT`
