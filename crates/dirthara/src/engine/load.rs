@@ -35,6 +35,21 @@ impl Migrator {
         }
         let mut migrations = loaded.migrations;
         for extra in self.extra.iter() {
+            // Migrations given in code follow the rules of files: a version of 0 ..= 2^63-1
+            // (0 as sqlx and Diesel allow), a name of letters, digits, `.`, `_` and `-`.
+            let named = crate::source::check_name(&extra.name);
+            if let Err(reason) = (extra.version >= 0)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "the version {} is negative; use 0 ..= 2^63-1",
+                        extra.version
+                    )
+                })
+                .and(named)
+            {
+                return Err(Error::invalid(PathBuf::from(&extra.origin), reason));
+            }
             if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
                 return Err(Error::invalid(
                     PathBuf::from(&extra.origin),

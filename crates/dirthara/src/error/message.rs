@@ -183,7 +183,7 @@ impl fmt::Display for Error {
             ErrorKind::UnknownVersion { version } => write!(
                 f,
                 "no migration has version {version}; nothing was changed. `dirthara status` lists the \
-                 versions (0 means before the first migration)"
+                 versions (0 means before the first migration, unless a migration 0 exists)"
             ),
             ErrorKind::InvalidMigration { problems } => {
                 dirthara_source::write_problems(f, problems)
