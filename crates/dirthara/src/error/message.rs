@@ -110,7 +110,7 @@ impl fmt::Display for Error {
                         (true, false) => "it ran in a transaction, which the server rolled back",
                         (true, true) => {
                             "it ran in a transaction, but the schema changes the database \
-                             committed at once may have stayed"
+                             committed at once may have stayed, so it may be half-applied"
                         }
                         (false, true) => {
                             "it could not run in a transaction, so it may be half-applied"
