@@ -89,7 +89,8 @@ pub struct GlobalArgs {
     #[arg(long, value_enum, default_value_t = OutputFormat::Human, global = true)]
     pub output: OutputFormat,
 
-    /// Print nothing but errors (and the output of status, preview and unlock)
+    /// Print nothing but errors, warnings, the notice that a run takes no lock, and the output
+    /// of status, preview and unlock
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
 
@@ -146,7 +147,7 @@ pub enum Command {
     Rollback(RollbackArgs),
     /// Reverse the most recently applied migration
     Down,
-    /// Move the database to VERSION: up through it, or down until it is the newest applied (0: empty)
+    /// Move the database to VERSION: up through it, or down until it is the newest applied (0: before the first migration, unless a migration 0 exists)
     To {
         #[arg(value_name = "VERSION")]
         target: i64,
@@ -175,7 +176,7 @@ pub enum Command {
     /// Create the next migration's files, in the directory's layout (dirthara, Diesel, dbmate,
     /// goose or Flyway: detected, or `format` in dirthara.toml)
     New {
-        /// Name of the migration: letters, digits, `_` and `-`
+        /// Name of the migration: letters, digits, `.`, `_` and `-`
         name: String,
         /// Create only an up file (an irreversible migration)
         #[arg(long)]
@@ -214,7 +215,7 @@ pub struct RollbackArgs {
     /// Reverse the N most recently applied migrations
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: Option<u64>,
-    /// Reverse every migration applied after version V (0: all)
+    /// Reverse every migration applied after version V (0: all, unless a migration 0 exists)
     #[arg(long, value_name = "V")]
     pub to: Option<i64>,
     /// Reverse every applied migration

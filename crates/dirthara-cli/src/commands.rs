@@ -57,7 +57,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             let dir = new_migration_dir(&config)?;
             let layout = config.layouts.get(&dir).copied();
             let created = create_migration(&dir, layout, name, *irreversible, kind)?;
-            renderer.created(&created);
+            renderer.created(&created.paths, &created.notes);
             return Ok(());
         }
         _ => {}

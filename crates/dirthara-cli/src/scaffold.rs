@@ -8,13 +8,6 @@ use std::path::{Path, PathBuf};
 use dirthara::Layout;
 use dirthara_source::files::check_name;
 
-/// Loads a directory as the library would, with the library's error.
-fn load_sources(
-    sources: &[(PathBuf, Option<Layout>)],
-) -> Result<dirthara_source::files::Loaded, dirthara::Error> {
-    dirthara_source::files::load_sources(sources).map_err(dirthara::Error::from)
-}
-
 use crate::error::{CliError, IoAction, NewRefused};
 
 /// What `new` writes.
@@ -45,23 +38,35 @@ const UP: &str = "write the change here";
 const DOWN: &str = "write what reverses the up step here";
 const IRREVERSIBLE: &str = "irreversible (no down step)";
 
-/// Writes the next migration `name` into `dir` (created if needed) in `layout`, or in the
-/// layout detected from `dir`'s files when `None`. Returns the paths written.
+/// What `new` wrote, and what to know about it.
+pub struct Created {
+    /// The files written, the up step first.
+    pub paths: Vec<PathBuf>,
+    /// Notices for stderr: the template is refused until filled in; a `V<n>__` directory
+    /// not declared Flyway's got no undo file, and how to declare it.
+    pub notes: Vec<String>,
+}
+
+/// Writes the next migration `name` into `dir` (created if needed) in `layout` (declared with
+/// `format` in dirthara.toml), or in the layout detected from `dir`'s files when `None`.
 pub fn create_migration(
     dir: &Path,
-    layout: Option<Layout>,
+    declared: Option<Layout>,
     name: &str,
     irreversible: bool,
     template: Template,
-) -> Result<Vec<PathBuf>, CliError> {
+) -> Result<Created, CliError> {
     check_name(name).map_err(|reason| NewRefused::BadName {
         name: name.to_string(),
         reason,
     })?;
-    let layout = match layout {
+    let layout = match declared {
         Some(layout) => layout,
         None => detect_layout(dir)?,
     };
+    // `U<n>__` means "undo" to Flyway but "a migration of its own" to refinery, which shares
+    // the `V<n>__` layout: write one only where the directory is declared Flyway's.
+    let undo = declared == Some(Layout::Flyway);
     if template == Template::Mongo && layout != Layout::Plain {
         return Err(NewRefused::MongoInSqlLayout {
             dir: dir.to_path_buf(),
@@ -74,7 +79,7 @@ pub fn create_migration(
     )))?;
     let existing = existing_versions(dir, layout);
     let version = next_version(layout, &existing, unix_seconds());
-    let files = files_for(dir, layout, &version, name, irreversible, template);
+    let files = files_for(dir, (layout, undo), &version, name, irreversible, template);
     for (path, text) in &files {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(CliError::io(IoAction::CreateDirectory(
@@ -89,33 +94,44 @@ pub fn create_migration(
         file.write_all(text.as_bytes())
             .map_err(CliError::io(IoAction::WriteFile(path.clone())))?;
     }
-    Ok(files.into_iter().map(|(path, _)| path).collect())
+    let mut notes = Vec::new();
+    if let Some((up, _)) = files.first() {
+        let what = match template {
+            Template::Sql => "statements",
+            Template::Mongo => "commands",
+        };
+        notes.push(format!(
+            "write the migration's {what} in `{}`: until it has something to run, it is \
+             refused (INVALID_MIGRATION, empty up)",
+            up.display()
+        ));
+    }
+    if layout == Layout::Flyway && !undo && !irreversible {
+        notes.push(format!(
+            "no undo file was written: `V<n>__` files are Flyway's or refinery's, and refinery \
+             runs a `U` file as a migration of its own. If this directory is Flyway's, {}, and \
+             `new` writes a `U<n>__` undo file with each migration",
+            dirthara_source::files::declare_flyway(dir)
+        ));
+    }
+    Ok(Created {
+        paths: files.into_iter().map(|(path, _)| path).collect(),
+        notes,
+    })
 }
 
-/// The one layout every file in `dir` loads as; dirthara's own for a new or empty directory.
+/// The one layout of the files in `dir`; dirthara's own for a new or empty directory. Told
+/// from the names and section markers only, so templates not yet filled in do not stop the
+/// next `new`.
 fn detect_layout(dir: &Path) -> Result<Layout, NewRefused> {
     if !dir.is_dir() {
         return Ok(Layout::Plain);
     }
-    let candidates = [
-        Layout::Diesel,
-        Layout::Flyway,
-        Layout::Dbmate,
-        Layout::Goose,
-        Layout::Plain,
-    ];
-    for layout in candidates {
-        let loaded = load_sources(&[(dir.to_path_buf(), Some(layout))]);
-        if loaded.is_ok_and(|l| !l.migrations.is_empty()) {
-            return Ok(layout);
-        }
-    }
-    // Nothing loads as one layout: empty (dirthara's), or broken, which the loader explains.
-    match load_sources(&[(dir.to_path_buf(), None)]) {
-        Ok(_) => Ok(Layout::Plain),
+    match dirthara_source::files::detect_layout(dir) {
+        Ok(layout) => Ok(layout.unwrap_or(Layout::Plain)),
         Err(source) => Err(NewRefused::UnknownLayout {
             dir: dir.to_path_buf(),
-            source,
+            source: dirthara::Error::from(source),
         }),
     }
 }
@@ -182,10 +198,11 @@ fn next_version(layout: Layout, existing: &[(i64, String)], now: i64) -> Version
     Version { value, text }
 }
 
-/// The files of one new migration, with their contents.
+/// The files of one new migration, with their contents; `undo`: Flyway `U` files are
+/// undo steps there.
 fn files_for(
     dir: &Path,
-    layout: Layout,
+    (layout, undo): (Layout, bool),
     version: &Version,
     name: &str,
     irreversible: bool,
@@ -233,7 +250,7 @@ fn files_for(
         }
         Layout::Flyway => {
             files.push((dir.join(format!("V{v}__{name}.sql")), comment(UP)));
-            if !irreversible {
+            if undo && !irreversible {
                 files.push((dir.join(format!("U{v}__{name}.sql")), comment(DOWN)));
             }
         }

@@ -58,6 +58,47 @@ fn no_connection_error_prints_the_password() {
     }
 }
 
+/// URLs no driver reads: the host forgotten (`postgres://u:SECRET`, so the password reads
+/// as a port), a password with an unencoded `/`, the `//` left out, a secret given as the
+/// URL. Drivers and servers quote such text back in their errors; none of it is printed.
+#[test]
+fn no_malformed_url_prints_the_password() {
+    let sql = Migrations::tables(1);
+    let json = Migrations::collections(1);
+    let urls = [
+        "postgres://u:SECRET",
+        "postgres://u:SECRET/db",
+        "postgres://u:SEC/RET@127.0.0.1:1/x",
+        "postgres:SECRET",
+        "mysql://root:SECRET",
+        "mariadb://u:SEC?RET@127.0.0.1:1/x",
+        "mongodb://u:SECRET",
+        "mongodb+srv://u:SECRET",
+        "mongodb://u:SEC/RET@127.0.0.1:1/x",
+        "mongodb:SECRET",
+        "SECRET",
+        "SECRET:with-a-colon",
+    ];
+    for url in urls {
+        let dir = match url.starts_with("mongodb") {
+            true => json.path(),
+            false => sql.path(),
+        };
+        for args in [
+            &["status"][..],
+            &["migrate", "--output", "json"],
+            &["migrate", "--output", "ndjson"],
+            &["unlock", "--force"],
+        ] {
+            let mut args = args.to_vec();
+            args.extend_from_slice(&["--connect-timeout", "1s"]);
+            let out = dirthara(url, dir, &args).output().unwrap();
+            assert_no_secret(&out, &format!("{args:?} on {url}"));
+            assert_eq!(out.status.code(), Some(1), "{url}: {:?}", text(&out));
+        }
+    }
+}
+
 #[test]
 fn a_config_file_error_never_quotes_the_password() {
     let m = Migrations::tables(1);

@@ -79,9 +79,37 @@ fn applies_and_rolls_back(p: &Project, count: usize) {
     assert!(!p.tables(DB).contains(&"t_one".into()));
 }
 
+/// `V<n>__` files are Flyway's or refinery's; refinery runs a `U` file as a forward migration
+/// (a `U` "undo" written here would run its `DROP TABLE` as an up there). So in a directory
+/// not declared Flyway's, `new` writes only the `V` file, and says how to declare it.
 #[test]
-fn new_in_a_flyway_directory_writes_the_next_versioned_and_undo_files() {
+fn new_in_an_undeclared_v_directory_writes_no_undo_file_and_says_how_to_get_one() {
     let p = Project::new();
+    p.migration("V1__seed.sql", "CREATE TABLE seed (id INTEGER);");
+    let run = p.run(&["new", "t_one"]);
+    run.success().stderr_has(
+        "note: no undo file was written: `V<n>__` files are Flyway's or refinery's, and \
+         refinery runs a `U` file as a migration of its own. If this directory is Flyway's, \
+         declare the layout in dirthara.toml: \
+         `directories = [{ path = \"migrations\", format = \"flyway\" }]`",
+    );
+    assert_eq!(p.list("migrations"), ["V1__seed.sql", "V2__t_one.sql"]);
+    fill(&p, "t_one");
+    let run = p.unlocked(DB, &["--output", "json", "migrate"]);
+    run.success();
+    assert_eq!(run.json()["applied"].as_array().unwrap().len(), 2);
+    // An irreversible migration has no undo file to speak of.
+    let run = p.run(&["new", "--irreversible", "t_two"]);
+    run.success().nowhere("no undo file");
+}
+
+#[test]
+fn new_in_a_directory_declared_flyway_writes_the_next_versioned_and_undo_files() {
+    let p = Project::new();
+    p.write(
+        "dirthara.toml",
+        "directories = [{ path = \"migrations\", format = \"flyway\" }]\n",
+    );
     let created = new_twice(&p, ("V1__seed.sql", "CREATE TABLE seed (id INTEGER);"));
     assert_eq!(
         created,
@@ -273,6 +301,15 @@ fn baseline_from_sqlx_on_sqlite_records_what_sqlx_applied_then_migrate_runs_the_
     preview.success();
     assert_eq!(preview.json()["recorded"][0]["version"], 1);
     assert_eq!(preview.json()["preview"], true);
+    // Like every preview, it says it took no lock, in both output formats.
+    let notice = preview.json()["notice"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(notice.starts_with("this preview took no lock"), "{notice}");
+    p.unlocked(DB, &["preview", "baseline", "--from", "sqlx"])
+        .success()
+        .stderr_has("note: this preview took no lock");
     assert!(!p.tables(DB).contains(&"dirthara_migrations".into()));
     let run = p.unlocked(DB, &["baseline", "--from", "sqlx"]);
     run.success()

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use proc_macro::TokenStream;
 
+use dirthara_source::files::Layout;
 use dirthara_source::migration::StepFormat;
 
 /// Embeds the migrations of a directory (relative to the crate's `Cargo.toml`; default
@@ -62,8 +63,16 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
             // Files hold SQL or MongoDB commands, never Rust (nor a format added later).
             _ => unreachable!("files never hold Rust migrations"),
         };
+        // The layout travels with each migration, so that advice about it speaks it.
+        let layout = match m.layout.map(|l| l.layout) {
+            Some(Layout::Diesel) => ".in_layout(::dirthara::Layout::Diesel)",
+            Some(Layout::Dbmate) => ".in_layout(::dirthara::Layout::Dbmate)",
+            Some(Layout::Goose) => ".in_layout(::dirthara::Layout::Goose)",
+            Some(Layout::Flyway) => ".in_layout(::dirthara::Layout::Flyway)",
+            _ => "",
+        };
         code.push_str(&format!(
-            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}),\n",
+            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout},\n",
             m.version,
             m.name,
             m.up(),
@@ -130,6 +139,18 @@ mod tests {
     }
 
     #[test]
+    fn each_migration_carries_its_layout_for_the_advice_about_it() {
+        let code = expand("\"fixtures/diesel\"", &fixtures()).unwrap();
+        assert!(
+            code.contains("\"fixtures/diesel/2024-01-01-000001_create_users/up.sql\").in_layout(::dirthara::Layout::Diesel)"),
+            "{code}"
+        );
+        // dirthara's own layout is what a migration without one is advised in.
+        let code = expand("\"fixtures/good\"", &fixtures()).unwrap();
+        assert!(!code.contains("in_layout"), "{code}");
+    }
+
+    #[test]
     fn bad_input_is_a_compile_error_naming_the_file() {
         let err = expand("\"fixtures/bad-name\"", &fixtures()).unwrap_err();
         assert!(err.contains("create-users.sql"), "{err}");
@@ -141,7 +162,7 @@ mod tests {
         let err = expand("\"fixtures/several-bad\"", &fixtures()).unwrap_err();
         for needle in [
             "4 problems",
-            "2_empty.up.sql: is empty",
+            "2_empty.up.sql: empty up",
             "3_orphan.down.sql: a down step without its up step",
             "4_directive.sql: unknown directive",
             "x_bad.sql: the version `x` is not a number",

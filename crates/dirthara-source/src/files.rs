@@ -17,7 +17,7 @@ pub use crate::commands::{is_blank_commands, parse_commands, Commands};
 pub use crate::directives::{parse_directives, valid_connection_name, Header};
 pub use crate::names::check_name;
 
-pub use crate::layout::Layout;
+pub use crate::layout::{declare_flyway, empty_up, DirectoryLayout, Layout};
 use crate::migration::{DownSteps, Migration, StepFormat};
 use crate::names::Role;
 use crate::{Problem, SourceError};
@@ -55,6 +55,8 @@ pub(crate) struct Part {
     /// The layout turned the transaction off (goose `NO TRANSACTION`, dbmate
     /// `transaction:false`, Diesel `run_in_transaction = false`).
     pub no_transaction: bool,
+    /// The layout of its directory, once the directory's layout is settled.
+    pub layout: Option<DirectoryLayout>,
 }
 
 /// What one loading run found wrong, and what it skipped.
@@ -100,6 +102,19 @@ pub fn load_directories_reporting(directories: &[PathBuf]) -> Result<Loaded> {
 /// files (a directory mixing layouts is refused, naming the files), `Some` requires it.
 pub fn load_sources(sources: &[(PathBuf, Option<Layout>)]) -> Result<Loaded> {
     load_sources_with(sources, DownSteps::Read)
+}
+
+/// The layout of the migrations in `dir`, told from their names and section markers alone:
+/// no step is validated, so a directory of `dirthara new` templates not yet filled in still
+/// has its layout. `None` when it holds no migration; `Err` when its entries do not read as
+/// one layout (a name that does not parse, layouts mixed), with every such problem.
+pub fn detect_layout(dir: &std::path::Path) -> Result<Option<Layout>> {
+    let mut findings = Findings::default();
+    let parts = scan_directory(dir, None, &mut findings)?;
+    if !findings.problems.is_empty() {
+        return Err(SourceError::Invalid(findings.problems));
+    }
+    Ok(parts.first().and_then(|p| p.layout).map(|l| l.layout))
 }
 
 /// [`load_sources`], reading the down steps or not. With [`DownSteps::Skip`] a down file is

@@ -42,6 +42,58 @@ impl Layout {
                                      `dbmate`, `goose` or `flyway`";
 }
 
+/// The layout a migration's files were read in, and whether `dirthara.toml` declared it
+/// for their directory (`format`) or it was detected from the files. Advice about the
+/// files (which file reverses a migration, where its statements go) is given in it.
+///
+/// Declaring matters for `V<n>__` files: Flyway and refinery both write them, and only
+/// Flyway has `U<n>__` undo files (refinery runs a `U` file as a migration of its own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct DirectoryLayout {
+    pub layout: Layout,
+    /// Named with `format` in `dirthara.toml`, not detected.
+    pub declared: bool,
+}
+
+impl DirectoryLayout {
+    /// Whether `U<n>__` files are undo steps here: only where the directory is declared
+    /// Flyway's.
+    pub fn has_flyway_undo(self) -> bool {
+        self.layout == Layout::Flyway && self.declared
+    }
+}
+
+/// How to declare `dir` Flyway's, so that its `U<n>__` files are undo steps: the words the
+/// advice about a `V<n>__` directory ends with.
+///
+/// ```
+/// let how = dirthara_source::files::declare_flyway(std::path::Path::new("db"));
+/// assert!(how.contains(r#"directories = [{ path = "db", format = "flyway" }]"#));
+/// ```
+pub fn declare_flyway(dir: &Path) -> String {
+    format!(
+        "declare the layout in dirthara.toml: `directories = [{{ path = \"{}\", format = \"flyway\" }}]`",
+        dir.display().to_string().replace('\\', "/")
+    )
+}
+
+/// Why an up step that sends nothing is refused, and where its statements go in `layout`.
+///
+/// Recording it would mark the migration applied while changing nothing, and the SQL
+/// written into it afterwards would then fail `CHECKSUM_MISMATCH`: the first trap of an
+/// unedited `dirthara new` template.
+pub fn empty_up(layout: Option<Layout>) -> String {
+    let fix = match layout {
+        Some(Layout::Dbmate) => "write its statements below `-- migrate:up`, or delete the file",
+        Some(Layout::Goose) => "write its statements below `-- +goose Up`, or delete the file",
+        _ => "write the migration's statements in it, or delete it",
+    };
+    format!(
+        "empty up: it has nothing to run (only comments, whitespace or `;`), so applying it \
+         would record the migration and change nothing; {fix}"
+    )
+}
+
 impl fmt::Display for Layout {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -74,6 +126,7 @@ fn part(
         path: path.to_path_buf(),
         text,
         no_transaction: false,
+        layout: None,
     }
 }
 
@@ -169,6 +222,16 @@ pub(crate) fn flyway(path: &Path, file_name: &str, findings: &mut Findings) -> O
             None
         }
     }
+}
+
+/// Whether a folder name reads as a Diesel migration's: `<version>_<name>`, the version
+/// digits with Diesel's dashes (`2024-01-01-120000_create_users`, `00000000000000_setup`).
+pub(crate) fn is_diesel_name(folder: &str) -> bool {
+    folder.split_once('_').is_some_and(|(version, name)| {
+        version.starts_with(|c: char| c.is_ascii_digit())
+            && version.bytes().all(|b| b.is_ascii_digit() || b == b'-')
+            && !name.is_empty()
+    })
 }
 
 /// Whether a file name is Flyway's (`V1__x.sql`, `U1__x.sql`, `R__x.sql`).

@@ -4,6 +4,8 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
+use crate::layout::{DirectoryLayout, Layout};
+
 /// The connection a migration runs on when it does not name one.
 pub const DEFAULT_CONNECTION: &str = "default";
 
@@ -90,6 +92,9 @@ pub struct Migration {
     /// exactly as written, never wrapped, and is bracketed by a `running` record. Set by the
     /// runner, which knows each connection's SQL dialect.
     pub own_transaction: Option<String>,
+    /// The layout its files are in, so that advice about them (the file that would reverse
+    /// it, where its statements go) speaks that layout; `None` for a migration built in code.
+    pub layout: Option<DirectoryLayout>,
 }
 
 /// Whether a loading run reads the down steps.
@@ -162,6 +167,7 @@ impl Migration {
             connection: DEFAULT_CONNECTION.to_string(),
             format: StepFormat::Sql,
             own_transaction: None,
+            layout: None,
         }
     }
 
@@ -193,7 +199,18 @@ impl Migration {
             origin: origin.to_string(),
             format,
             own_transaction: None,
+            layout: None,
         }
+    }
+
+    /// The layout its files were detected in (what `embed_migrations!` found at compile
+    /// time), for advice that speaks it.
+    pub fn in_layout(mut self, layout: Layout) -> Self {
+        self.layout = Some(DirectoryLayout {
+            layout,
+            declared: false,
+        });
+        self
     }
 
     /// The forward step (SQL text, or JSON commands).

@@ -105,7 +105,25 @@ pub fn mysql_client_statements(sql: &str) -> Result<Vec<Statement<'_>>, String> 
 
 /// Whether the script sends nothing: only whitespace, comments and delimiters. An empty or
 /// comment-only down step is a deliberate "reverses nothing". MySQL `/*! ... */` is code.
+///
+/// It stops at the first token that is not a delimiter: every up step is asked at load, and
+/// nearly every one starts with a statement.
 pub fn is_blank(sql: &str, dialect: SqlDialect) -> bool {
+    let mut lx = Lexer::new(sql, dialect);
+    while let Some(tok) = lx.next_token() {
+        if tok.kind == Kind::Delimiter {
+            continue;
+        }
+        if dialect == SqlDialect::MySql && lx.is_word(tok, "DELIMITER") {
+            // A client `DELIMITER` line sends nothing itself: the whole scan knows the rest.
+            return scanned_blank(sql, dialect);
+        }
+        return false;
+    }
+    true
+}
+
+fn scanned_blank(sql: &str, dialect: SqlDialect) -> bool {
     let scan = scan(sql, dialect, dialect == SqlDialect::MySql);
     scan.pieces.is_empty() && scan.error.is_none()
 }

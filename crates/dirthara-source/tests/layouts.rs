@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use dirthara_source::files::{load_directories, load_sources, Layout};
+use dirthara_source::files::{load_directories, load_sources, DirectoryLayout, Layout};
 use dirthara_source::migration::{Direction, Migration};
 
 fn fixture(name: &str) -> PathBuf {
@@ -42,9 +42,25 @@ fn every_layout_loads_to_the_same_migrations_as_its_plain_twin() {
         (Layout::Goose, "goose"),
         (Layout::Flyway, "flyway"),
     ] {
-        // Detected from the files, and named explicitly: the same result.
+        // Detected from the files, and named explicitly: the same result, but for whether
+        // the layout was declared, which each migration carries for the advice about it.
         let detected = load_directories(&[fixture(name)]).unwrap();
-        let named = load_sources(&[(fixture(name), Some(layout))]).unwrap();
+        let mut named = load_sources(&[(fixture(name), Some(layout))]).unwrap();
+        for (found, declared) in [(&detected, false), (&named.migrations, true)] {
+            for m in found {
+                assert_eq!(
+                    m.layout,
+                    Some(DirectoryLayout { layout, declared }),
+                    "{name}"
+                );
+            }
+        }
+        for m in &mut named.migrations {
+            m.layout = m.layout.map(|l| DirectoryLayout {
+                declared: false,
+                ..l
+            });
+        }
         assert_eq!(detected, named.migrations, "{name}");
         assert!(named.skipped.is_empty(), "{name}: {:?}", named.skipped);
         let ours: Vec<_> = detected.iter().map(essence).collect();
@@ -185,7 +201,7 @@ fn flyway_repeatables_dotted_versions_and_bad_sections_are_refused() {
         (
             "1_a.sql",
             "-- migrate:up\n\n-- migrate:down\nSELECT 1;",
-            "is empty",
+            "empty up: it has nothing to run",
         ),
         (
             "1_a.sql",

@@ -52,7 +52,7 @@ fn one_run_reports_every_bad_file_with_its_reason() {
         ("3_orphan.down.sql", "a down step without its up step"),
         ("8_x.down.sql", "is an up-only migration"),
         ("4_directive.up.sql", "unknown directive"),
-        ("5_empty.up.sql", "is empty"),
+        ("5_empty.up.sql", "empty up"),
         (
             "6_latin1.up.sql",
             "not valid UTF-8 (invalid byte at offset 8)",
@@ -87,9 +87,134 @@ fn a_single_problem_reads_as_file_and_reason() {
     assert_eq!(
         message,
         format!(
-            "{}: is empty; write the migration's statements in it or delete it",
+            "{}: empty up: it has nothing to run (only comments, whitespace or `;`), so applying \
+             it would record the migration and change nothing; write the migration's statements \
+             in it, or delete it",
             dir.path().join("1_x.up.sql").display()
         )
+    );
+}
+
+/// An up step that sends nothing (an unedited `dirthara new` template, `;;;;`) would be
+/// recorded as applied while changing nothing, and the SQL written into it afterwards would
+/// then fail `CHECKSUM_MISMATCH`: refused in every layout, with where its statements go.
+#[test]
+fn an_up_step_with_nothing_to_run_is_refused_in_every_layout() {
+    const BLANK: [&str; 5] = [
+        "",
+        "-- create_users: write the change here\n",
+        ";;;;",
+        "/* nothing */ ;\n  -- still nothing\n;",
+        "-- dirthara:no-transaction\n\n",
+    ];
+    for (i, blank) in BLANK.iter().enumerate() {
+        let layouts: [(String, String, &str); 6] = [
+            (
+                format!("{i}_a.up.sql"),
+                blank.to_string(),
+                "statements in it",
+            ),
+            (format!("{i}_a.sql"), blank.to_string(), "statements in it"),
+            (
+                format!("{i}_a/up.sql"),
+                blank.to_string(),
+                "statements in it",
+            ),
+            (
+                format!("V{i}__a.sql"),
+                blank.to_string(),
+                "statements in it",
+            ),
+            (
+                format!("{i}_a.sql"),
+                format!("-- migrate:up\n{blank}\n-- migrate:down\nDROP TABLE a;\n"),
+                "below `-- migrate:up`",
+            ),
+            (
+                format!("{i}_a.sql"),
+                format!("-- +goose Up\n{blank}\n-- +goose Down\nDROP TABLE a;\n"),
+                "below `-- +goose Up`",
+            ),
+        ];
+        for (file, text, fix) in layouts {
+            let dir = tempfile::tempdir().unwrap();
+            write(dir.path(), &file, &text);
+            let found = problems(dir.path());
+            assert_eq!(found.len(), 1, "{file} {text:?}: {found:?}");
+            assert_eq!(found[0].0, file, "{text:?}");
+            assert!(
+                found[0].1.starts_with("empty up: it has nothing to run")
+                    && found[0].1.contains(fix),
+                "{file} {text:?}: {}",
+                found[0].1
+            );
+        }
+    }
+    for json in ["", "[]", "{\"commands\": []}", " [ ]\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "1_a.up.json", json);
+        let found = problems(dir.path());
+        assert!(found[0].1.starts_with("empty up"), "{json:?}: {found:?}");
+    }
+    // Something to run, however it is wrapped, is not blank.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "1_a.up.sql", "-- create users\n;SELECT 1;\n");
+    write(dir.path(), "2_b.up.sql", "/*!40101 SET NAMES utf8 */;");
+    assert_eq!(
+        load_directories(&[dir.path().to_path_buf()]).unwrap().len(),
+        2
+    );
+}
+
+/// A folder named like a Diesel migration but without `up.sql` is never passed over in
+/// silence: with only a `down.sql` it is refused (a down without its up), otherwise named in
+/// a warning with what it holds.
+#[test]
+fn diesel_named_folders_without_up_sql_are_refused_or_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "2024-01-01-000001_fine/up.sql",
+        "CREATE TABLE a (id INT);",
+    );
+    write(
+        d,
+        "2024-01-01-000002_typo/up.sq",
+        "CREATE TABLE b (id INT);",
+    );
+    write(d, "2024-01-01-000002_typo/down.sq", "DROP TABLE b;");
+    fs::create_dir(d.join("2024-01-01-000003_empty")).unwrap();
+    fs::create_dir(d.join("notes")).unwrap();
+    let loaded = load_directories_reporting(&[d.to_path_buf()]).unwrap();
+    assert_eq!(loaded.migrations.len(), 1);
+    let skipped: Vec<(PathBuf, &str)> = (loaded.skipped.iter())
+        .map(|s| (s.path.clone(), s.reason.as_str()))
+        .collect();
+    assert_eq!(skipped.len(), 2, "{skipped:?}");
+    assert_eq!(skipped[0].0, d.join("2024-01-01-000002_typo"));
+    assert!(
+        skipped[0]
+            .1
+            .contains("without `up.sql` (it holds `down.sq`, `up.sq`)"),
+        "{}",
+        skipped[0].1
+    );
+    assert_eq!(skipped[1].0, d.join("2024-01-01-000003_empty"));
+    assert!(
+        skipped[1].1.contains("(it holds nothing)"),
+        "{}",
+        skipped[1].1
+    );
+
+    write(d, "2024-01-01-000004_only_down/down.sql", "DROP TABLE c;");
+    let found = problems(d);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "2024-01-01-000004_only_down");
+    assert!(
+        found[0].1.contains("`down.sql` but no `up.sql`"),
+        "{}",
+        found[0].1
     );
 }
 

@@ -170,6 +170,10 @@ pub struct AdoptionReport {
     pub table: String,
     /// True for `preview baseline --from`: nothing was written.
     pub preview: bool,
+    /// For a preview, the notice every preview carries: it took no lock, so the result may
+    /// be stale as soon as it is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
     /// The batch the records are written under (none when nothing is recorded).
     pub batch: Option<i64>,
     /// The migrations recorded as applied, in version order.
@@ -194,6 +198,9 @@ impl AdoptionReport {
             from: source.tool.name().into(),
             table: source.table().into(),
             preview: held.is_none(),
+            notice: held
+                .is_none()
+                .then(|| crate::report::PREVIEW_NOTICE.to_string()),
             batch: (!planned.records.is_empty()).then_some(planned.batch),
             recorded: (planned.records.iter())
                 .map(|m| AdoptedRecord {

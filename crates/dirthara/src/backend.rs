@@ -17,6 +17,8 @@ use crate::migration::Direction;
 pub(crate) mod memory;
 #[cfg(feature = "mongodb")]
 mod mongo;
+#[cfg(feature = "mongodb")]
+pub(crate) use mongo::parse_commands;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -69,6 +71,15 @@ impl BackendKind {
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
+        // `postgres:name` is read by some drivers as a database name they then quote back in
+        // their errors: a server URL without `//` is refused before any driver sees it.
+        let server = !matches!(scheme.as_str(), "sqlite" | "memory");
+        if server && !url[scheme.len()..].starts_with("://") && BackendKind::is_known(&scheme) {
+            return Err(Error::config(format!(
+                "`{}`: a {scheme} URL starts with `{scheme}://`, e.g. `{scheme}://user@host/database`",
+                crate::redact::redact_url(url)
+            )));
+        }
         match scheme.as_str() {
             "sqlite" => Ok(BackendKind::Sqlite),
             "postgres" | "postgresql" => Ok(BackendKind::Postgres),
@@ -77,11 +88,24 @@ impl BackendKind {
             "memory" => Ok(BackendKind::Memory),
             "mongodb" | "mongodb+srv" => Ok(BackendKind::Mongo),
             _ => Err(Error::config(format!(
-                "`{}`: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
+                "{}: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
                  sqlite:, mongodb:// or mongodb+srv://",
-                crate::redact::redact_url(url)
+                match crate::redact::redact_url(url) {
+                    // Not a URL at all: perhaps a password pasted in its place.
+                    shown if shown == "***" => "a database URL that is not a URL (not shown, \
+                                                in case it is a secret)"
+                        .to_string(),
+                    shown => format!("`{shown}`"),
+                }
             ))),
         }
+    }
+
+    fn is_known(scheme: &str) -> bool {
+        matches!(
+            scheme,
+            "postgres" | "postgresql" | "mysql" | "mariadb" | "mongodb" | "mongodb+srv"
+        )
     }
 
     pub(crate) fn name(self) -> &'static str {
@@ -321,13 +345,14 @@ fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseE
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
 #[cfg(any(feature = "postgres", feature = "mongodb"))]
 pub(crate) fn session_label(operation: &str) -> String {
-    let mut label = format!(
-        "dirthara {operation} {}:{}",
-        crate::hostname(),
-        std::process::id()
-    );
-    // PostgreSQL truncates application_name at 63 bytes.
-    label.truncate(63);
+    label_of(operation, &crate::hostname(), std::process::id())
+}
+
+#[cfg_attr(not(any(feature = "postgres", feature = "mongodb")), allow(dead_code))]
+fn label_of(operation: &str, host: &str, pid: u32) -> String {
+    let mut label = format!("dirthara {operation} {host}:{pid}");
+    // PostgreSQL truncates application_name at 63 bytes; a host name may hold multi-byte text.
+    crate::text::truncate_at_char_boundary(&mut label, 63);
     label
 }
 
@@ -352,5 +377,28 @@ mod tests {
         let err = BackendKind::from_url("oracle://u:pw@x/y").unwrap_err();
         assert_eq!(err.code(), crate::Code::ConfigError);
         assert!(!err.to_string().contains("pw"));
+        let err = BackendKind::from_url("hunter2").unwrap_err().to_string();
+        assert!(
+            err.contains("not a URL (not shown") && !err.contains("hunter2"),
+            "{err}"
+        );
+        // A driver would read `PASSWORD` as a database name, and quote it back.
+        let err = BackendKind::from_url("postgres:PASSWORD")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("starts with `postgres://`") && !err.contains("PASSWORD"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_session_label_with_a_multi_byte_host_name_is_cut_between_characters() {
+        // `dirthara migrate x` is 18 bytes and `ü` 2: byte 63 falls inside a character.
+        let host = format!("x{}", "ü".repeat(40));
+        let label = label_of("migrate", &host, 4242);
+        assert!(label.len() <= 63, "{label}");
+        assert!(format!("dirthara migrate {host}:4242").starts_with(&label));
+        assert_eq!(label_of("up", "db1", 7), "dirthara up db1:7");
     }
 }

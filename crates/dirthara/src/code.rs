@@ -74,9 +74,9 @@ pub enum Connection<'a> {
 /// ```
 #[async_trait]
 pub trait RustMigration: Send + Sync {
-    /// 1 ..= i64::MAX, unique across every migration.
+    /// 0 ..= i64::MAX, unique across every migration (as for files).
     fn version(&self) -> i64;
-    /// Letters, digits, `_` and `-`.
+    /// Letters, digits, `.`, `_` and `-` (as for files).
     fn name(&self) -> &str;
     /// Stands for the code in the checksum: change it whenever `up` changes meaning.
     fn revision(&self) -> &str;

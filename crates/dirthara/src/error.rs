@@ -76,8 +76,12 @@ pub enum ErrorKind {
         error: DatabaseError,
         /// True when the history keeps a `running` record for it (the step could not be rolled back).
         left_dirty: bool,
+        /// Whether the step ran inside a transaction (rolled back at the failure). On a
+        /// database that commits schema changes at once (MySQL/MariaDB) such a step can
+        /// still leave part of itself behind, and be `left_dirty`.
+        transactional: bool,
     },
-    /// A previous run died inside a migration that could not run in a transaction.
+    /// A previous run failed or died inside a migration step that a rollback could not undo.
     Dirty {
         /// The version the history marks as `running`.
         version: i64,
@@ -194,8 +198,8 @@ struct Context {
     waited: Option<Duration>,
     /// `Interrupted`: the signal came before the lock was taken (connecting, loading).
     before_lock: bool,
-    /// `Irreversible`: the file that would make the migration reversible.
-    down_file: Option<String>,
+    /// `Irreversible`: what would make the migration reversible, in its layout's words.
+    reversal: Option<String>,
 }
 
 impl Error {
@@ -329,13 +333,14 @@ impl Error {
         })
     }
 
-    /// `IRREVERSIBLE_MIGRATION` for `migration`, naming the down file it lacks.
+    /// `IRREVERSIBLE_MIGRATION` for `migration`, saying what would reverse it in the words
+    /// of its files' layout.
     pub(crate) fn irreversible(migration: &Migration) -> Self {
         let mut error = Error::new(ErrorKind::Irreversible {
             version: migration.version,
             name: migration.name.clone(),
         });
-        error.rest.context.down_file = down_file(migration);
+        error.rest.context.reversal = reversal(migration);
         error
     }
 
@@ -411,6 +416,7 @@ impl serde::Serialize for Error {
             connection,
             error,
             left_dirty,
+            transactional,
         } = &*self.kind
         {
             map.serialize_entry(
@@ -421,6 +427,7 @@ impl serde::Serialize for Error {
                     "direction": direction,
                     "connection": connection,
                     "left_dirty": left_dirty,
+                    "transactional": transactional,
                 }),
             )?;
             map.serialize_entry("database", error)?;
@@ -438,7 +445,7 @@ impl serde::Serialize for Error {
 mod hints;
 mod message;
 
-use hints::{down_file, human};
+use hints::{human, reversal};
 
 /// `std::result::Result` with dirthara's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -51,9 +51,12 @@ impl RecordState {
 pub struct RecordedFailure {
     /// The database's message (its first line), as the failing run showed it.
     pub message: String,
-    /// SQLSTATE, error number or code name, where the database gave one.
+    /// SQLSTATE, or the code's name, where the database gave one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub code: Option<String>,
+    /// The error number (MySQL/MariaDB, MongoDB), where the database gave one.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub number: Option<i64>,
     /// The line of the migration's file where the failing statement is.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub line: Option<usize>,
@@ -68,10 +71,8 @@ impl RecordedFailure {
         let first_line = error.message.lines().next().unwrap_or_default();
         RecordedFailure {
             message: crate::text::cut_at_char_boundary(first_line, Self::MAX_MESSAGE).to_string(),
-            code: error
-                .code
-                .clone()
-                .or_else(|| error.number.map(|n| n.to_string())),
+            code: error.code.clone(),
+            number: error.number,
             line: error.line,
         }
     }
@@ -86,6 +87,7 @@ impl RecordedFailure {
         serde_json::from_str(text).unwrap_or_else(|_| RecordedFailure {
             message: text.to_string(),
             code: None,
+            number: None,
             line: None,
         })
     }
@@ -94,8 +96,11 @@ impl RecordedFailure {
 impl std::fmt::Display for RecordedFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)?;
-        if let Some(code) = &self.code {
-            write!(f, " ({code})")?;
+        match (&self.code, self.number) {
+            (Some(code), Some(number)) => write!(f, " (error {number}, SQLSTATE {code})")?,
+            (Some(code), None) => write!(f, " (SQLSTATE {code})")?,
+            (None, Some(number)) => write!(f, " (code {number})")?,
+            (None, None) => {}
         }
         if let Some(line) = self.line {
             write!(f, " at line {line}")?;

@@ -134,6 +134,7 @@ pub use report::{
     ForceUnlockReport, LockReport, LockState, LockStrategy, Operation, OtherLock, Preview,
     PreviewStep, RunReport, StatusReport, StepReport,
 };
+pub use source::DirectoryLayout;
 
 pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-pub(crate) use dirthara_source::files::{is_blank_commands, Layout, Loaded};
+pub use dirthara_source::files::DirectoryLayout;
+pub(crate) use dirthara_source::files::{check_name, empty_up, is_blank_commands, Layout, Loaded};
 pub(crate) use dirthara_source::sql;
 use dirthara_source::SourceError;
 

@@ -30,3 +30,31 @@ async fn embedded_migrations_migrate_a_database_without_the_files() {
     assert_eq!(report.applied.len(), 2);
     assert!(migrator.migrate().await.unwrap().applied.is_empty());
 }
+
+/// An embedded migration keeps the layout of its directory, so the advice for it is that
+/// layout's: a Diesel folder's `down.sql`, never `up.down.sql`.
+#[tokio::test]
+async fn an_embedded_migration_is_advised_in_its_directorys_layout() {
+    let migrations = dirthara::embed_migrations!("tests/embedded-diesel");
+    assert_eq!(
+        migrations[0].layout.map(|l| l.layout),
+        Some(dirthara::Layout::Diesel)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_url(format!("sqlite:{}", dir.path().join("e.db").display()));
+    config.directories.clear();
+    config.locking = Locking::Off;
+    let migrator = Migrator::new(config).with_migrations(migrations);
+    migrator.migrate().await.unwrap();
+    let error = migrator
+        .rollback(dirthara::RollbackScope::LastBatch)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "Add `tests/embedded-diesel/2024-01-01-000001_create_notes/down.sql` beside its `up.sql`"
+        ),
+        "{error}"
+    );
+}

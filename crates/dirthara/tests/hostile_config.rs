@@ -316,6 +316,63 @@ fn url_with_password() -> impl Strategy<Value = (String, String)> {
         })
 }
 
+/// A malformed URL or a bare secret, with `SECRET...` where a password would be: the host
+/// forgotten (`postgres://u:SECRET`), a password with an unencoded `/`, `?` or `#` that ends
+/// the authority early, or a secret pasted where the URL belongs.
+fn malformed_url_with_password() -> impl Strategy<Value = String> {
+    const SCHEMES: &[&str] = &[
+        "postgres", "mysql", "mariadb", "mongodb", "POSTGRES", "x-db",
+    ];
+    let tail = prop::collection::vec(
+        prop::sample::select(
+            &[
+                "a", "9", "-", ".", "_", "~", "!", "$", "&", "'", "(", "*", "+", ",", ";", "=",
+                ":", "%40", "%2F", "/", "?", "#", "[", "]", " ", "é",
+            ][..],
+        ),
+        0..8,
+    )
+    .prop_map(|p| p.concat());
+    const AFTER: &[&str] = &[
+        "",
+        "/db",
+        "?sslmode=require",
+        "@",
+        "@h/db",
+        "/x@h/db",
+        ":5432",
+    ];
+    const USERS: &[&str] = &["u", "", "h1:1,u"];
+    prop_oneof![
+        (
+            prop::sample::select(SCHEMES),
+            prop::sample::select(USERS),
+            tail.clone(),
+            prop::sample::select(AFTER),
+        )
+            .prop_map(|(scheme, user, tail, after)| format!(
+                "{scheme}://{user}:SECRET{tail}{after}"
+            )),
+        tail.clone().prop_map(|tail| format!("SECRET{tail}")),
+        (prop::sample::select(SCHEMES), tail)
+            .prop_map(|(scheme, tail)| format!("{scheme}:SECRET{tail}")),
+    ]
+}
+
+#[test]
+fn no_password_survives_redaction_of_a_malformed_url() {
+    fuzz(
+        "redact_url malformed",
+        cases(5000),
+        malformed_url_with_password(),
+        |url| {
+            let redacted = redact_url(&url);
+            assert!(!redacted.contains("SECRET"), "{url} -> {redacted}");
+            assert_eq!(redact_url(&redacted), redacted);
+        },
+    );
+}
+
 #[test]
 fn no_password_survives_url_redaction() {
     fuzz(

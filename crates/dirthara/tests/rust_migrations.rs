@@ -169,3 +169,41 @@ async fn a_rust_migration_without_its_code_is_refused() {
     let err = Migrator::new(config).migrate().await.unwrap_err();
     assert_eq!(err.code(), Code::MissingMigration);
 }
+
+/// A Rust migration follows the rules of files: versions 0 ..= 2^63-1 (0 as sqlx and Diesel
+/// allow), names of letters, digits, `.`, `_` and `-`; anything else is refused at load.
+#[tokio::test]
+async fn rust_migrations_take_the_versions_and_names_files_take() {
+    struct Named(i64, &'static str);
+    #[async_trait::async_trait]
+    impl RustMigration for Named {
+        fn version(&self) -> i64 {
+            self.0
+        }
+        fn name(&self) -> &str {
+            self.1
+        }
+        fn revision(&self) -> &str {
+            "1"
+        }
+        async fn up(&self, _: Connection<'_>) -> Result<(), StepError> {
+            Ok(())
+        }
+    }
+    let (_dir, config) = project();
+    let migrator = Migrator::new(config.clone())
+        .with_rust_migration(Named(0, "setup.v1.7"))
+        .with_rust_migration(Named(4, "after"));
+    assert_eq!(migrator.load().unwrap().len(), 4);
+    for (version, name, needle) in [
+        (-1, "negative", "the version -1 is negative"),
+        (5, "has space", "contains ` `"),
+    ] {
+        let error = Migrator::new(config.clone())
+            .with_rust_migration(Named(version, name))
+            .load()
+            .unwrap_err();
+        assert_eq!(error.code(), Code::InvalidMigration);
+        assert!(error.to_string().contains(needle), "{error}");
+    }
+}

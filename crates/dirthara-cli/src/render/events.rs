@@ -34,6 +34,11 @@ impl Renderer {
         }
         match event {
             Event::Warning(w) => stderr_line(&warning_line(w)),
+            // Like a warning, never silenced: `-q` must not hide that nothing protects the run.
+            Event::Unlocked { connection } => stderr_line(&format!(
+                "notice: running WITHOUT the migration lock on `{connection}` (locking is off); \
+                 nothing stops another runner from migrating at the same time"
+            )),
             _ if self.quiet => {}
             Event::ConnectionWaiting {
                 connection,
@@ -41,10 +46,6 @@ impl Renderer {
                 reason,
             } => stderr_line(&format!(
                 "waiting for database `{connection}` at {target} to accept connections ({reason})"
-            )),
-            Event::Unlocked { connection } => stderr_line(&format!(
-                "notice: running WITHOUT the migration lock on `{connection}` (locking is off); \
-                 nothing stops another runner from migrating at the same time"
             )),
             Event::LockWaiting {
                 lock,

@@ -193,7 +193,8 @@ impl Renderer {
         }
     }
 
-    pub fn created(&self, paths: &[std::path::PathBuf]) {
+    /// `new`: the files written (stdout), and what to know about them (stderr).
+    pub fn created(&self, paths: &[std::path::PathBuf], notes: &[String]) {
         let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         match self.format {
             OutputFormat::Human => {
@@ -204,6 +205,11 @@ impl Renderer {
             OutputFormat::Json => stdout_line(&serde_json::json!({ "created": paths }).to_string()),
             OutputFormat::Ndjson => {
                 stdout_line(&serde_json::json!({ "event": "result", "created": paths }).to_string())
+            }
+        }
+        if !self.quiet {
+            for note in notes {
+                stderr_line(&format!("note: {note}"));
             }
         }
     }
@@ -218,6 +224,9 @@ impl Renderer {
         // A preview is the answer itself, so it prints even with --quiet (as `preview` does).
         if self.quiet && !report.preview {
             return;
+        }
+        if let Some(notice) = &report.notice {
+            stderr_line(&format!("note: {notice}"));
         }
         let what = if report.preview {
             "would record as applied"

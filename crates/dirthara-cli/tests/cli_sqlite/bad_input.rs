@@ -238,3 +238,32 @@ fn a_migration_on_a_connection_without_a_url_is_refused_before_anything_runs() {
         .stderr_has("connection `analytics` has no URL");
     assert!(!p.path().join(DB).exists(), "nothing was touched");
 }
+
+/// A folder named like a Diesel migration without `up.sql` was once passed over in silence: a
+/// typo (`up.sq`) or an empty folder is named in a `SKIPPED_FILE` warning with what it holds,
+/// a folder with only `down.sql` is refused.
+#[test]
+fn a_diesel_folder_without_up_sql_is_warned_about_or_refused_never_skipped_silently() {
+    let p = Project::new();
+    p.migration("2024-01-01-000001_a/up.sql", "CREATE TABLE a (id INT);\n");
+    p.migration("2024-01-01-000002_b/up.sq", "CREATE TABLE b (id INT);\n");
+    std::fs::create_dir(p.join("migrations/2024-01-01-000003_c")).unwrap();
+    p.unlocked(DB, &["migrate"])
+        .success()
+        .warning("SKIPPED_FILE")
+        .stderr_has(
+            "migrations/2024-01-01-000002_b was not loaded: a folder named like a Diesel \
+             migration, but without `up.sql` (it holds `up.sq`)",
+        )
+        .stderr_has("migrations/2024-01-01-000003_c was not loaded")
+        .stderr_has("(it holds nothing)");
+    assert_eq!(user_tables(&p), ["a"]);
+
+    let p = Project::new();
+    p.migration("2024-01-01-000001_a/up.sql", "CREATE TABLE a (id INT);\n");
+    p.migration("2024-01-01-000002_b/down.sql", "DROP TABLE b;\n");
+    assert_refused(
+        &p,
+        "2024-01-01-000002_b: a Diesel migration folder with `down.sql` but no `up.sql`",
+    );
+}

@@ -108,6 +108,17 @@ fn no_lock_runs_and_says_so_on_stderr_only() {
 }
 
 #[test]
+fn quiet_never_hides_that_a_run_is_unlocked() {
+    let p = Project::new();
+    three(&p);
+    for output in ["human", "json"] {
+        let run = p.unlocked(DB, &["-q", "--output", output, "migrate"]);
+        run.success().stderr_has("WITHOUT the migration lock");
+        p.unlocked(DB, &["rollback", "--all"]).success();
+    }
+}
+
+#[test]
 fn no_lock_and_locking_flags_together_are_a_usage_error() {
     let p = Project::new();
     let run = p.sqlite(DB, &["--no-lock", "--locking", "off", "migrate"]);

@@ -15,6 +15,7 @@ mod config;
 mod drift;
 mod failing;
 mod fresh_refresh;
+mod layout_hints;
 mod lock;
 mod migrate;
 mod new;

@@ -42,12 +42,27 @@ fn new_creates_timestamped_up_and_down_files_in_the_dir_creating_it() {
     assert!(p.list("migrations").is_empty(), "only --dir is written to");
 }
 
+/// The template is only comments: refused (naming the file) until the SQL is written, so an
+/// unedited template can never be recorded as applied. Then `migrate` takes it.
 #[test]
-fn new_defaults_to_the_migrations_dir_and_its_files_are_accepted_by_migrate() {
+fn new_defaults_to_the_migrations_dir_and_its_template_is_refused_until_filled_in() {
     let p = Project::new();
-    p.run(&["new", "first"]).success();
+    let run = p.run(&["new", "first"]);
     let files = p.list("migrations");
     assert_eq!(files.len(), 2, "{files:?}");
+    let up = files.iter().find(|f| f.ends_with(".up.sql")).unwrap();
+    run.success().stderr_has(&format!(
+        "note: write the migration's statements in `migrations/{up}`: until it has something \
+         to run, it is refused (INVALID_MIGRATION, empty up)"
+    ));
+    for command in ["status", "migrate"] {
+        p.unlocked(DB, &[command])
+            .error("INVALID_MIGRATION")
+            .stderr_has(&format!("migrations/{up}: empty up"));
+    }
+    assert!(p.tables(DB).is_empty(), "nothing was recorded");
+    p.migration(up, "CREATE TABLE first (id INTEGER);\n");
+    p.unlocked(DB, &["migrate"]).success();
     p.unlocked(DB, &["status"]).success().stdout_has("first");
 }
 
@@ -63,7 +78,7 @@ fn new_mongo_creates_json_command_files_that_are_refused_until_filled_in() {
     // An empty command list is not a migration yet: it is refused, naming the file.
     p.run(&["preview", "migrate"])
         .error("INVALID_MIGRATION")
-        .stderr_has("has no commands");
+        .stderr_has(&format!("{}: empty up", files[1]));
 }
 
 #[test]
@@ -92,6 +107,11 @@ fn new_twice_in_a_row_gives_distinct_increasing_versions() {
     // Same name twice: still two distinct migrations.
     p.run(&["new", "one"]).success();
     assert_eq!(p.list("migrations").len(), 6);
+    for file in p.list("migrations") {
+        if file.ends_with(".up.sql") {
+            p.migration(&file, "SELECT 1;\n");
+        }
+    }
     p.unlocked(DB, &["status"]).success();
 }
 

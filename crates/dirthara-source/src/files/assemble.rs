@@ -8,6 +8,7 @@ use super::read::read_text;
 use super::{Findings, Part};
 use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
+use crate::layout::{empty_up, Layout};
 use crate::migration::{
     DownStep, DownSteps, LazyChecksum, Migration, StepFormat, DEFAULT_CONNECTION,
 };
@@ -42,13 +43,7 @@ pub(super) fn assemble(
         let (up, down) = match pair {
             (Some(up), down) => (up, down),
             (None, Some(down)) => {
-                findings.problem(
-                    &down.path,
-                    format!(
-                        "a down step without its up step; add `{version}_{}.up.sql` beside it or remove it",
-                        down.name
-                    ),
-                );
+                findings.problem(&down.path, down_without_up(version, &down));
                 continue;
             }
             (None, None) => continue,
@@ -109,6 +104,7 @@ fn build(
         format: up.format,
         name: up.name,
         own_transaction: None,
+        layout: up.layout,
     };
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {
@@ -128,6 +124,23 @@ fn build(
         });
     }
     (findings.problems.len() == before).then_some(migration)
+}
+
+/// A down step alone, and the up step to add, in its layout's words: a Flyway undo file
+/// `U0002__x.sql` wants `V0002__x.sql` (the version spelled as the file spells it).
+fn down_without_up(version: i64, down: &Part) -> String {
+    let name = file_name(&down.path);
+    let up = match down.layout.map(|l| l.layout) {
+        Some(Layout::Flyway) => format!("V{}", name.get(1..).unwrap_or_default()),
+        _ => {
+            let ext = match down.format {
+                StepFormat::MongoCommands => "json",
+                _ => "sql",
+            };
+            format!("{version}_{}.up.{ext}", down.name)
+        }
+    };
+    format!("a down step without its up step; add `{up}` beside it or remove it")
 }
 
 fn duplicate_version(version: i64, first: &Path, second: &Path) -> String {
@@ -154,7 +167,8 @@ fn read_step(part: &mut Part, down: bool, findings: &mut Findings) -> Option<(St
             return None;
         }
     };
-    match step_header(part.format, &text, down) {
+    let layout = part.layout.map(|l| l.layout);
+    match step_header(part.format, &text, down, layout) {
         Ok(mut header) => {
             header.no_transaction |= part.no_transaction;
             Some((text, header))
@@ -167,14 +181,15 @@ fn read_step(part: &mut Part, down: bool, findings: &mut Findings) -> Option<(St
 }
 
 /// A step's header: SQL directives, or what a JSON command file declares about itself.
+/// An up step that sends nothing is refused here, where every layout's up step passes.
 pub(crate) fn step_header(
     format: StepFormat,
     text: &str,
     down: bool,
+    layout: Option<Layout>,
 ) -> std::result::Result<Header, String> {
-    let empty = text.trim_start_matches('\u{feff}').trim().is_empty();
-    if empty && !down {
-        return Err("is empty; write the migration's statements in it or delete it".into());
+    if !down && sends_nothing(format, text) {
+        return Err(empty_up(layout));
     }
     match format {
         StepFormat::Sql | StepFormat::Rust => parse_directives(text),
@@ -186,5 +201,20 @@ pub(crate) fn step_header(
                 connection: commands.connection,
             })
         }
+    }
+}
+
+/// Whether a step sends nothing whichever database reads it: SQL that is only whitespace,
+/// comments and `;` to PostgreSQL, MySQL and SQLite alike (the runner, which knows the
+/// database, also refuses what is blank to that database alone, such as MySQL `#` comments),
+/// or JSON with no commands.
+pub(crate) fn sends_nothing(format: StepFormat, text: &str) -> bool {
+    use crate::sql::{is_blank, SqlDialect};
+    match format {
+        StepFormat::Sql => [SqlDialect::Postgres, SqlDialect::MySql, SqlDialect::Sqlite]
+            .into_iter()
+            .all(|dialect| is_blank(text, dialect)),
+        StepFormat::MongoCommands => is_blank_commands(text),
+        StepFormat::Rust => false,
     }
 }

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{Findings, Part, Result};
-use crate::layout::{self, describe, is_flyway_name, Entry, Layout};
+use crate::layout::{self, describe, is_flyway_name, DirectoryLayout, Entry, Layout};
 use crate::names::{format_of, looks_like_migration};
 use crate::SourceError;
 
@@ -80,6 +80,7 @@ pub(super) fn scan_directory(
         }
         if kind == Kind::Dir {
             if !path.join("up.sql").is_file() {
+                folder_without_up(&path, file_name, wanted, findings);
                 continue;
             }
             if wanted.is_some_and(|w| w != Layout::Diesel) {
@@ -115,6 +116,15 @@ pub(super) fn scan_directory(
         found.extend(entry.map(|e| (path, e)));
     }
     let layouts: std::collections::BTreeSet<Layout> = found.iter().map(|(_, e)| e.layout).collect();
+    for (_, entry) in &mut found {
+        let layout = DirectoryLayout {
+            layout: entry.layout,
+            declared: wanted.is_some(),
+        };
+        for part in &mut entry.parts {
+            part.layout = Some(layout);
+        }
+    }
     if let Some(wanted) = wanted {
         let mut parts = Vec::new();
         for (path, entry) in found {
@@ -148,6 +158,69 @@ pub(super) fn scan_directory(
         return Ok(Vec::new());
     }
     Ok(found.into_iter().flat_map(|(_, e)| e.parts).collect())
+}
+
+/// A folder named like a Diesel migration (`2024-01-01-120000_x`, `0001_x`) with no `up.sql`
+/// is never passed over in silence: one with only a `down.sql` is refused (a down step without
+/// its up step), any other (`up.sq`, empty) is named in a warning with what it holds.
+fn folder_without_up(path: &Path, name: &str, wanted: Option<Layout>, findings: &mut Findings) {
+    if !layout::is_diesel_name(name) {
+        return;
+    }
+    let held = folder_entries(path);
+    if wanted.is_some_and(|w| w != Layout::Diesel) {
+        findings.skip(
+            path,
+            format!(
+                "a folder named like a Diesel migration (holding {}), in a directory configured \
+                 with another `format`",
+                describe_entries(&held)
+            ),
+        );
+    } else if held.iter().any(|n| n == "down.sql") {
+        findings.problem(
+            path,
+            "a Diesel migration folder with `down.sql` but no `up.sql`; add `up.sql` with the \
+             migration's statements, or remove the folder",
+        );
+    } else {
+        findings.skip(
+            path,
+            format!(
+                "a folder named like a Diesel migration, but without `up.sql` (it holds {}); \
+                 name its forward step `up.sql` (and its reverse `down.sql`) if it is meant to run",
+                describe_entries(&held)
+            ),
+        );
+    }
+}
+
+/// The names in a folder, sorted (an unreadable folder holds nothing we can name).
+fn folder_entries(path: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(path)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `nothing`, `` `up.sq` ``, `` `a`, `b` and 3 more ``.
+fn describe_entries(names: &[String]) -> String {
+    const SHOWN: usize = 3;
+    if names.is_empty() {
+        return "nothing".to_string();
+    }
+    let mut text = (names.iter().take(SHOWN))
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
 }
 
 #[cfg(test)]

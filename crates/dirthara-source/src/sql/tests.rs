@@ -259,6 +259,23 @@ fn line_column_counts_characters_from_one() {
     assert_eq!(line_column("ab", 99), (1, 3));
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    /// The early-stopping blank check says what the whole scan says.
+    #[test]
+    fn blank_stops_early_and_agrees_with_the_whole_scan(
+        parts in prop::collection::vec(prop::sample::select(&[
+            " ", "\n", ";", "--", "-- c\n", "#", "# c\n", "/*", "*/", "/*!", "'", "$$", "DELIMITER",
+            " $$\n", "DELIMITER ;\n", "x", "SELECT 1", "\\",
+        ][..]), 0..10),
+    ) {
+        let sql = parts.concat();
+        for dialect in [Postgres, MySql, Sqlite] {
+            prop_assert_eq!(is_blank(&sql, dialect), scanned_blank(&sql, dialect), "{:?}", sql);
+        }
+    }
+}
+
 #[test]
 fn pathological_inputs_finish_quickly() {
     let mb = 1 << 20;

@@ -12,7 +12,7 @@ use super::{Backend, BackendKind};
 use crate::backoff::Backoff;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{Event, EventSink};
-use crate::redact::redact_url;
+use crate::redact::{redact_secrets_of, redact_url};
 
 /// What the engine needs to open a connection.
 #[derive(Debug, Clone)]
@@ -111,7 +111,7 @@ impl Connector for UrlConnector {
                     connection: request.name.clone(),
                     message: format!(
                         "{} at {}{waited}",
-                        failure.message,
+                        redact_secrets_of(&request.url, &failure.message),
                         redact_url(&request.url)
                     ),
                 });
@@ -124,7 +124,7 @@ impl Connector for UrlConnector {
                 events.emit(Event::ConnectionWaiting {
                     connection: request.name.clone(),
                     target: redact_url(&request.url),
-                    reason: failure.message,
+                    reason: redact_secrets_of(&request.url, &failure.message),
                 });
                 announced = elapsed.saturating_add(Duration::from_secs(5));
             }

@@ -26,7 +26,7 @@ mod commands;
 mod history;
 mod lease;
 
-pub(crate) use commands::{mongo_code, mongo_message};
+pub(crate) use commands::{mongo_code, mongo_message, parse as parse_commands};
 
 pub(crate) struct MongoBackend {
     client: Client,

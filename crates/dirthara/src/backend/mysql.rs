@@ -332,7 +332,7 @@ impl SessionLock for MySqlDriver {
             holder.activity = Some(match info {
                 Some(statement) => {
                     let mut statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
-                    statement.truncate(48);
+                    crate::text::truncate_at_char_boundary(&mut statement, 48);
                     format!("busy with `{statement}` for {}s", seconds.unwrap_or(0))
                 }
                 None => format!("idle for {}s", seconds.unwrap_or(0)),

@@ -91,7 +91,8 @@ impl Migrator {
         self.run(Command::Rollback(scope)).await
     }
 
-    /// Moves the database to `version` (0: before the first migration).
+    /// Moves the database to `version` (0: before the first migration, unless a migration 0
+    /// exists, which then stays applied).
     ///
     /// # Examples
     ///

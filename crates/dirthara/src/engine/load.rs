@@ -39,6 +39,21 @@ impl Migrator {
         }
         let mut migrations = loaded.migrations;
         for extra in self.extra.iter() {
+            // Migrations given in code follow the rules of files: a version of 0 ..= 2^63-1
+            // (0 as sqlx and Diesel allow), a name of letters, digits, `.`, `_` and `-`.
+            let named = crate::source::check_name(&extra.name);
+            if let Err(reason) = (extra.version >= 0)
+                .then_some(())
+                .ok_or_else(|| {
+                    format!(
+                        "the version {} is negative; use 0 ..= 2^63-1",
+                        extra.version
+                    )
+                })
+                .and(named)
+            {
+                return Err(Error::invalid(PathBuf::from(&extra.origin), reason));
+            }
             if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
                 return Err(Error::invalid(
                     PathBuf::from(&extra.origin),
@@ -59,8 +74,9 @@ impl Migrator {
 
     /// Reads each step as the database it runs on would: a SQL file that controls its own
     /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
-    /// empty or comment-only down step reverses nothing; a MySQL `DELIMITER` script must
-    /// split cleanly. Every malformed script is reported at once, before anything runs.
+    /// up step with nothing to run is refused, an empty or comment-only down step reverses
+    /// nothing; a MySQL `DELIMITER` script must split cleanly. Every malformed script is
+    /// reported at once, before anything runs.
     fn read_as_their_database_would(
         &self,
         migrations: &mut [Migration],
@@ -78,10 +94,20 @@ impl Migrator {
                     if let Some(down) = &mut migration.down {
                         down.is_blank = crate::source::is_blank_commands(&down.text);
                     }
+                    problems.extend(check_extended_json(migration));
                     continue;
                 }
                 _ => continue,
             };
+            // Blank to every database is refused by the file rules; blank to this one (only
+            // MySQL `#` comments, say) only here, where the database is known.
+            if tokens::is_blank(migration.up(), dialect) {
+                problems.push(crate::error::Problem {
+                    file: PathBuf::from(&migration.origin),
+                    reason: crate::source::empty_up(migration.layout.map(|l| l.layout)),
+                });
+                continue;
+            }
             let up = read_sql_step(dialect, &migration.origin, Direction::Up, migration.up());
             if let Some(control) = up.map_err(|p| problems.push(p)).ok().flatten() {
                 migration.own_transaction.get_or_insert(control);
@@ -148,6 +174,33 @@ impl Migrator {
         }
         Ok(())
     }
+}
+
+/// Every step of a JSON command migration as MongoDB will get it: each command converted from
+/// Extended JSON v2 by the parser the backend runs, so an invalid `$oid` or `$date` in
+/// migration 2 is refused with the other bad files, before migration 1 is applied.
+#[cfg(feature = "mongodb")]
+fn check_extended_json(migration: &Migration) -> Vec<crate::error::Problem> {
+    let down = (migration.down.as_ref())
+        .filter(|down| !down.is_blank)
+        .map(|down| (Direction::Down, down.text.as_str()));
+    [(Direction::Up, migration.up())]
+        .into_iter()
+        .chain(down)
+        .filter_map(|(direction, text)| {
+            let reason = crate::backend::parse_commands(text).err()?;
+            Some(crate::error::Problem {
+                file: PathBuf::from(&migration.origin),
+                reason: format!("{direction} step: {reason}"),
+            })
+        })
+        .collect()
+}
+
+/// Without the MongoDB driver no JSON migration can run: connecting says so.
+#[cfg(not(feature = "mongodb"))]
+fn check_extended_json(_: &Migration) -> Vec<crate::error::Problem> {
+    Vec::new()
 }
 
 /// One SQL step as `dialect` reads it: how it controls its own transaction (e.g. `` `COMMIT`

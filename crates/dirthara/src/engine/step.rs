@@ -70,6 +70,7 @@ impl<'p> Prepared<'p> {
             connection: self.migration.connection.clone(),
             error: *failure.error,
             left_dirty,
+            transactional: self.transactional,
         })
     }
 }

@@ -101,17 +101,26 @@ impl fmt::Display for Error {
                 connection,
                 error,
                 left_dirty,
+                transactional,
             } => {
                 write!(
                     f,
                     "migration {version} ({name}) failed while running {direction} on connection \
                      `{connection}`: {error}"
                 )?;
+                // What became of the step, as it is: a transactional step that was rolled back
+                // never "could not run in a transaction".
                 if error.connection_lost {
-                    let fate = if *left_dirty {
-                        "it could not run in a transaction, so it may be half-applied"
-                    } else {
-                        "it ran in a transaction, which the server rolled back"
+                    let fate = match (*transactional, *left_dirty) {
+                        (true, false) => "it ran in a transaction, which the server rolled back",
+                        (true, true) => {
+                            "it ran in a transaction, but the schema changes the database \
+                             committed at once may have stayed, so it may be half-applied"
+                        }
+                        (false, true) => {
+                            "it could not run in a transaction, so it may be half-applied"
+                        }
+                        (false, false) => "it had changed nothing",
                     };
                     write!(
                         f,
@@ -119,11 +128,19 @@ impl fmt::Display for Error {
                     )?;
                 }
                 if *left_dirty {
+                    let why = match transactional {
+                        true => {
+                            "It ran in a transaction, but this database commits schema changes \
+                             (DDL) at once, so the rollback could not undo what ran before the \
+                             failure"
+                        }
+                        false => "It could not run in a transaction",
+                    };
                     write!(
                         f,
-                        "\nIt could not run in a transaction, so the history marks it as running. \
-                         Repair the database by hand, then run `dirthara resolve {version} --applied` \
-                         or `dirthara resolve {version} --rolled-back`"
+                        "\n{why}, so the history marks it as running. Repair the database by hand, \
+                         then run `dirthara resolve {version} --applied` or \
+                         `dirthara resolve {version} --rolled-back`"
                     )?;
                 }
                 Ok(())
@@ -143,7 +160,7 @@ impl fmt::Display for Error {
                     None => write!(
                         f,
                         "migration {version} ({name}) was started by an earlier run that did not \
-                         finish it (it died inside a step that could not run in a transaction), \
+                         finish it (it died inside a step that a rollback could not undo), \
                          so it may be half-applied."
                     )?,
                 }
@@ -177,8 +194,8 @@ impl fmt::Display for Error {
                     "migration {version} ({name}) has no down step, so it cannot be reversed; \
                      nothing was changed. "
                 )?;
-                match &self.rest.context.down_file {
-                    Some(file) => write!(f, "Add {file}, or choose a target after it"),
+                match &self.rest.context.reversal {
+                    Some(advice) => write!(f, "{advice}, or choose a target after it"),
                     None => write!(
                         f,
                         "Add a `{version}_{name}.down.sql` (`.down.json` for MongoDB), or choose \
@@ -189,7 +206,7 @@ impl fmt::Display for Error {
             ErrorKind::UnknownVersion { version } => write!(
                 f,
                 "no migration has version {version}; nothing was changed. `dirthara status` lists the \
-                 versions (0 means before the first migration)"
+                 versions (0 means before the first migration, unless a migration 0 exists)"
             ),
             ErrorKind::InvalidMigration { problems } => {
                 dirthara_source::write_problems(f, problems)

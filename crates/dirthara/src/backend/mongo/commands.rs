@@ -33,8 +33,10 @@ pub(crate) fn mongo_code(error: &mongodb::error::Error) -> Option<i32> {
     }
 }
 
-/// Turns a JSON command migration into BSON command documents (Extended JSON v2).
-pub(super) fn parse(text: &str) -> Result<(Vec<Document>, bool), String> {
+/// Turns a JSON command migration into BSON command documents (Extended JSON v2). The one
+/// parser of command files: loading runs it on every step (so a bad file is refused before
+/// anything connects), and the backend on the step it runs.
+pub(crate) fn parse(text: &str) -> Result<(Vec<Document>, bool), String> {
     let parsed = parse_commands(text)?;
     let mut documents = Vec::with_capacity(parsed.commands.len());
     for (index, command) in parsed.commands.into_iter().enumerate() {
