@@ -57,6 +57,9 @@ pub(crate) struct Part {
     pub no_transaction: bool,
     /// The layout of its directory, once the directory's layout is settled.
     pub layout: Option<DirectoryLayout>,
+    /// Where its text starts in the file, and the file lines its text leaves out (a section
+    /// of a dbmate or goose file); `(1, [])` for a whole file.
+    pub lines: (usize, Vec<usize>),
 }
 
 /// What one loading run found wrong, and what it skipped.

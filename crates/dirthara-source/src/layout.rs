@@ -127,6 +127,7 @@ fn part(
         text,
         no_transaction: false,
         layout: None,
+        lines: (1, Vec::new()),
     }
 }
 
@@ -298,6 +299,7 @@ pub(crate) fn plain_or_sectioned(
         Some(sections.up),
     );
     up.no_transaction = sections.up_no_transaction;
+    up.lines = sections.up_lines;
     let mut parts = vec![up];
     if let Some(down) = sections.down {
         let mut down = part(
@@ -307,17 +309,21 @@ pub(crate) fn plain_or_sectioned(
             Some(down),
         );
         down.no_transaction = sections.down_no_transaction;
+        down.lines = sections.down_lines;
         parts.push(down);
     }
     Some(Entry { layout, parts })
 }
 
-/// The up and down texts of a sectioned file.
+/// The up and down texts of a sectioned file, and where each is in the file.
 pub(crate) struct Sections {
     pub up: String,
     pub down: Option<String>,
     pub up_no_transaction: bool,
     pub down_no_transaction: bool,
+    /// (first line, lines left out) of each section's text in the file.
+    pub up_lines: (usize, Vec<usize>),
+    pub down_lines: (usize, Vec<usize>),
 }
 
 /// Lines with the byte offset just after each (its `\n` included).
@@ -336,7 +342,8 @@ fn lines_with_ends(text: &str) -> impl Iterator<Item = (&str, usize, usize)> {
 pub(crate) fn dbmate_sections(text: &str) -> Option<Result<Sections, String>> {
     let mut up: Option<(usize, bool)> = None;
     let mut down: Option<(usize, usize, bool)> = None;
-    for (line, begin, end) in lines_with_ends(text) {
+    let (mut up_line, mut down_line) = (1, 1);
+    for (number, (line, begin, end)) in lines_with_ends(text).enumerate() {
         let Some(rest) = line.trim_end().strip_prefix("-- migrate:") else {
             continue;
         };
@@ -351,8 +358,14 @@ pub(crate) fn dbmate_sections(text: &str) -> Option<Result<Sections, String>> {
             }
         }
         match which {
-            "up" if up.is_none() && down.is_none() => up = Some((end, no_transaction)),
-            "down" if up.is_some() && down.is_none() => down = Some((begin, end, no_transaction)),
+            "up" if up.is_none() && down.is_none() => {
+                up = Some((end, no_transaction));
+                up_line = number + 2;
+            }
+            "down" if up.is_some() && down.is_none() => {
+                down = Some((begin, end, no_transaction));
+                down_line = number + 2;
+            }
             _ => return Some(Err(format!("unexpected `{line}`: a dbmate file has one `-- migrate:up` section, then at most one `-- migrate:down`"))),
         }
     }
@@ -366,6 +379,8 @@ pub(crate) fn dbmate_sections(text: &str) -> Option<Result<Sections, String>> {
         down: down.map(|d| text[d.1..].to_string()),
         up_no_transaction: up_no_tx,
         down_no_transaction: down.is_some_and(|d| d.2),
+        up_lines: (up_line, Vec::new()),
+        down_lines: (down_line, Vec::new()),
     }))
 }
 
@@ -377,7 +392,9 @@ pub(crate) fn goose_sections(text: &str) -> Option<Result<Sections, String>> {
     let mut down: Option<String> = None;
     let mut no_transaction = false;
     let mut seen = false;
-    for (line, begin, end) in lines_with_ends(text) {
+    let (mut up_lines, mut down_lines) = ((1, Vec::new()), (1, Vec::new()));
+    for (number, (line, begin, end)) in lines_with_ends(text).enumerate() {
+        let number = number + 1;
         let annotation = line
             .get(..9)
             .filter(|p| p.eq_ignore_ascii_case("-- +goose"))
@@ -388,9 +405,24 @@ pub(crate) fn goose_sections(text: &str) -> Option<Result<Sections, String>> {
                     .join(" ")
                     .to_ascii_lowercase()
             });
+        // An annotation inside a section is a line of the file its text leaves out.
+        if annotation.is_some() {
+            match (&up, &down) {
+                (_, Some(_)) => down_lines.1.push(number),
+                (Some(_), None) => up_lines.1.push(number),
+                (None, None) => {}
+            }
+        }
         match annotation.as_deref() {
-            Some("up") if up.is_none() && down.is_none() => up = Some(String::new()),
-            Some("down") if up.is_some() && down.is_none() => down = Some(String::new()),
+            Some("up") if up.is_none() && down.is_none() => {
+                up = Some(String::new());
+                up_lines = (number + 1, Vec::new());
+            }
+            Some("down") if up.is_some() && down.is_none() => {
+                down = Some(String::new());
+                up_lines.1.pop(); // the Down marker ends the up section
+                down_lines = (number + 1, Vec::new());
+            }
             Some("no transaction") => no_transaction = true,
             Some("statementbegin" | "statementend") => {}
             Some(other) => return Some(Err(format!("unsupported or misplaced goose annotation `-- +goose {other}`; dirthara knows Up, Down, StatementBegin, StatementEnd and NO TRANSACTION"))),
@@ -415,6 +447,8 @@ pub(crate) fn goose_sections(text: &str) -> Option<Result<Sections, String>> {
         down,
         up_no_transaction: no_transaction,
         down_no_transaction: no_transaction,
+        up_lines,
+        down_lines,
     }))
 }
 

@@ -59,6 +59,41 @@ impl StepFormat {
     }
 }
 
+/// Where a step's text is in its file, so that an error in the step can be pointed at the
+/// file's own line: a dbmate or goose section starts below its marker, and goose's
+/// `StatementBegin`/`StatementEnd` lines are left out of the text the step runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct StepSource {
+    /// The file the step is in (an embedded or code migration: its description).
+    pub file: String,
+    /// The file's line where the step's text starts; 1 for a whole file.
+    pub first_line: usize,
+    /// Lines of the file, inside the step, that its text leaves out; ascending.
+    pub dropped_lines: Vec<usize>,
+}
+
+impl StepSource {
+    /// A step that is its whole file.
+    pub fn whole(file: impl Into<String>) -> Self {
+        StepSource {
+            file: file.into(),
+            first_line: 1,
+            dropped_lines: Vec::new(),
+        }
+    }
+
+    /// The file's line of line `step_line` (1-based) of the step's text.
+    pub fn file_line(&self, step_line: usize) -> usize {
+        let mut line = (self.first_line + step_line).saturating_sub(1);
+        for dropped in &self.dropped_lines {
+            if *dropped <= line {
+                line += 1;
+            }
+        }
+        line
+    }
+}
+
 /// One migration, loaded and validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -86,6 +121,8 @@ pub struct Migration {
     pub connection: String,
     /// Where it came from (a file path), for messages.
     pub origin: String,
+    /// Where the up step's text is in its file.
+    pub up_source: StepSource,
     pub format: StepFormat,
     /// The up step controls its own transaction (a top-level `BEGIN`, `COMMIT`, ... found by
     /// the SQL tokenizer), described as e.g. `` `COMMIT` at line 3 of the up step``: it runs
@@ -123,6 +160,8 @@ pub struct DownStep {
     /// Empty or only comments: a deliberate "reverses nothing", recorded without sending
     /// anything. Set by the runner.
     pub is_blank: bool,
+    /// Where its text is in its file (the up step's file for a sectioned file).
+    pub source: StepSource,
 }
 
 impl DownStep {
@@ -133,6 +172,7 @@ impl DownStep {
             transactional: true,
             own_transaction: None,
             is_blank: false,
+            source: StepSource::default(),
         }
     }
 }
@@ -158,6 +198,7 @@ impl Migration {
         Migration {
             version,
             origin: format!("{version}_{name}"),
+            up_source: StepSource::whole(format!("{version}_{name}")),
             name,
             checksum: LazyChecksum::default(),
             up,
@@ -197,6 +238,7 @@ impl Migration {
             transactional,
             connection: connection.to_string(),
             origin: origin.to_string(),
+            up_source: StepSource::whole(origin),
             format,
             own_transaction: None,
             layout: None,
@@ -246,6 +288,14 @@ impl Migration {
         }
     }
 
+    /// Where the `direction` step's text is in its file.
+    pub fn source_of(&self, direction: Direction) -> &StepSource {
+        match (direction, &self.down) {
+            (Direction::Down, Some(down)) if !down.source.file.is_empty() => &down.source,
+            _ => &self.up_source,
+        }
+    }
+
     /// How the `direction` step controls its own transaction, if it does.
     pub fn own_transaction_in(&self, direction: Direction) -> Option<&str> {
         match direction {
@@ -290,6 +340,23 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_steps_lines_map_to_its_files_lines() {
+        let whole = StepSource::whole("a.sql");
+        assert_eq!(whole.file_line(1), 1);
+        assert_eq!(whole.file_line(7), 7);
+        // A goose up section starting on line 3, its StatementBegin on 5 and End on 8 left out.
+        let goose = StepSource {
+            file: "g.sql".into(),
+            first_line: 3,
+            dropped_lines: vec![5, 8],
+        };
+        assert_eq!(
+            (1..=5).map(|l| goose.file_line(l)).collect::<Vec<_>>(),
+            [3, 4, 6, 7, 9]
+        );
+    }
 
     #[test]
     fn checksum_ignores_line_endings_and_bom() {

@@ -127,7 +127,9 @@ pub use engine::Migrator;
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Event, EventSink, LockHolder, Warning};
 pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
-pub use migration::{checksum, Direction, DownStep, Migration, StepFormat, DEFAULT_CONNECTION};
+pub use migration::{
+    checksum, Direction, DownStep, Migration, StepFormat, StepSource, DEFAULT_CONNECTION,
+};
 pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
 pub use redact::redact_url;
 pub use report::{

@@ -10,7 +10,7 @@ use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
 use crate::layout::{empty_up, Layout};
 use crate::migration::{
-    DownStep, DownSteps, LazyChecksum, Migration, StepFormat, DEFAULT_CONNECTION,
+    DownStep, StepSource, DownSteps, LazyChecksum, Migration, StepFormat, DEFAULT_CONNECTION,
 };
 use crate::names::Role;
 
@@ -101,6 +101,7 @@ fn build(
         connection: (up_header.connection.clone())
             .unwrap_or_else(|| DEFAULT_CONNECTION.to_string()),
         origin: up.path.display().to_string(),
+        up_source: source_of(&up),
         format: up.format,
         name: up.name,
         own_transaction: None,
@@ -120,10 +121,20 @@ fn build(
         }
         migration.down = Some(DownStep {
             transactional: !down_header.no_transaction,
+            source: source_of(down),
             ..DownStep::new(down_text)
         });
     }
     (findings.problems.len() == before).then_some(migration)
+}
+
+/// Where a part's text is in its file.
+fn source_of(part: &Part) -> StepSource {
+    StepSource {
+        file: part.path.display().to_string(),
+        first_line: part.lines.0,
+        dropped_lines: part.lines.1.clone(),
+    }
 }
 
 /// A down step alone, and the up step to add, in its layout's words: a Flyway undo file

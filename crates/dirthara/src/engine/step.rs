@@ -62,13 +62,25 @@ impl<'p> Prepared<'p> {
         }
     }
 
-    fn failed(&self, failure: StepFailure, left_dirty: bool) -> Error {
+    /// The backend located the error in the step's text; the file may hold more (a dbmate or
+    /// goose section), so the error says where it is in the file.
+    fn locate(&self, failure: &mut StepFailure) {
+        let source = self.migration.source_of(self.direction);
+        if let (Some(line), None) = (failure.error.line, &failure.error.file) {
+            failure.error.line = Some(source.file_line(line));
+            failure.error.file = Some(source.file.clone());
+        }
+    }
+
+    fn failed(&self, mut failure: StepFailure, left_dirty: bool) -> Error {
+        self.locate(&mut failure);
+        let error = *failure.error;
         Error::new(ErrorKind::MigrationFailed {
             version: self.migration.version,
             name: self.migration.name.clone(),
             direction: self.direction,
             connection: self.migration.connection.clone(),
-            error: *failure.error,
+            error,
             left_dirty,
             transactional: self.transactional,
         })
@@ -287,7 +299,8 @@ impl Session<'_> {
     /// A step that failed after something may have committed: its `running` record stays,
     /// and keeps the error, so the next run (and `status`) can say why it is dirty. If even
     /// that cannot be written (the connection is gone), the record stays without it.
-    async fn left_dirty(&mut self, prepared: &Prepared<'_>, failure: StepFailure) -> Error {
+    async fn left_dirty(&mut self, prepared: &Prepared<'_>, mut failure: StepFailure) -> Error {
+        prepared.locate(&mut failure);
         let why = HistoryChange::RecordFailure {
             version: prepared.migration.version,
             failure: RecordedFailure::of(&failure.error),

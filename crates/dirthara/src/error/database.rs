@@ -37,7 +37,11 @@ pub struct DatabaseError {
     /// The table the error concerns (PostgreSQL).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
-    /// The line in the step's file where the error is (PostgreSQL; MySQL syntax errors).
+    /// The file the failing step is in (a migration file, or a section of one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The line of [`file`](DatabaseError::file) where the failing statement is: where the
+    /// database put the error when it gave a position, else where the statement starts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
     /// The column on [`line`](DatabaseError::line) (PostgreSQL).
@@ -69,7 +73,8 @@ impl PartialEq for DatabaseError {
                 e.context.clone(),
                 e.constraint.clone(),
                 e.table.clone(),
-                (e.line, e.column, e.connection_lost, e.lock_not_available),
+                (e.file.clone(), e.line, e.column),
+                (e.connection_lost, e.lock_not_available),
             )
         };
         facts(self) == facts(other)
@@ -116,9 +121,11 @@ impl fmt::Display for DatabaseError {
             (None, Some(number)) => write!(f, " (code {number})")?,
             (None, None) => {}
         }
+        let file = self.file.as_deref().map(|file| format!(" of {file}"));
+        let file = file.as_deref().unwrap_or_default();
         match (self.line, self.column) {
-            (Some(line), Some(column)) => write!(f, "\n  at line {line}, column {column}")?,
-            (Some(line), None) => write!(f, "\n  at line {line}")?,
+            (Some(line), Some(column)) => write!(f, "\n  at line {line}, column {column}{file}")?,
+            (Some(line), None) => write!(f, "\n  at line {line}{file}")?,
             _ => {}
         }
         if let Some(detail) = &self.detail {
