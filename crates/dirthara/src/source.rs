@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-pub(crate) use dirthara_source::files::{is_blank_commands, Layout, Loaded};
+pub(crate) use dirthara_source::files::{is_blank_commands, refuse_nul, Layout, Loaded};
 pub(crate) use dirthara_source::sql;
 use dirthara_source::SourceError;
 

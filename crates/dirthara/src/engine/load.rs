@@ -34,6 +34,7 @@ impl Migrator {
             }));
         }
         let mut migrations = loaded.migrations;
+        refuse_nul_in_code(&self.extra)?;
         for extra in self.extra.iter() {
             if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
                 return Err(Error::invalid(
@@ -150,6 +151,34 @@ impl Migrator {
             }
         }
         Ok(())
+    }
+}
+
+/// Migrations given in code (or embedded) face the rule files face as they are read: no NUL
+/// byte in a name or a step (see `dirthara_source::files::refuse_nul`). Every such
+/// migration is named at once, before anything runs.
+fn refuse_nul_in_code(migrations: &[Migration]) -> Result<()> {
+    use crate::source::refuse_nul;
+    let mut problems = Vec::new();
+    for migration in migrations {
+        let steps = [
+            ("its name", Some(migration.name.as_str())),
+            ("its up step", Some(migration.up())),
+            ("its down step", migration.step(Direction::Down)),
+        ];
+        for (what, text) in steps {
+            if let Err(reason) = refuse_nul(text.unwrap_or_default()) {
+                problems.push(crate::error::Problem {
+                    file: PathBuf::from(&migration.origin),
+                    reason: format!("{what} {reason}"),
+                });
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::InvalidMigration { problems }))
     }
 }
 
