@@ -63,21 +63,26 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
 }
 
 /// The process environment, with `.env` (when present) filling in what is not already set.
-/// The file is read as `dotenvy` reads it (quotes, escapes, `export`, `${VAR}`); a line it
-/// cannot read is an error naming the file, not silently skipped.
+/// The file is read with the configuration files' cap (1 MiB, so a `.env` that is a device or
+/// a huge file is refused at once), then as `dotenvy` reads it (quotes, escapes, `export`,
+/// `${VAR}`); a line it cannot read is an error naming the file, not silently skipped.
 fn environment() -> Result<Vec<(String, String)>, Error> {
     let mut vars = setting_variables(std::env::vars_os())?;
+    let text = match dirthara::config::read_config_file(Path::new(".env")) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vars),
+        Err(e) => {
+            return Err(Error::new(dirthara::ErrorKind::Config {
+                message: format!("cannot read .env: {e}"),
+            }))
+        }
+    };
     let bad = |e: dotenvy::Error| {
         Error::new(dirthara::ErrorKind::Config {
             message: format!(".env: {e}; fix or remove that line"),
         })
     };
-    let entries = match dotenvy::from_filename_iter(".env") {
-        Ok(entries) => entries,
-        Err(e) if e.not_found() => return Ok(vars),
-        Err(e) => return Err(bad(e)),
-    };
-    for entry in entries {
+    for entry in dotenvy::from_read_iter(text.as_bytes()) {
         let (key, value) = entry.map_err(bad)?;
         if !vars.iter().any(|(k, _)| *k == key) {
             vars.push((key, value));

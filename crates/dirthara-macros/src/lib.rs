@@ -174,6 +174,26 @@ mod tests {
     }
 
     #[test]
+    fn a_nul_byte_is_a_compile_error_naming_the_file_and_offset() {
+        // Written here, not kept as a fixture: a NUL byte makes a file binary to git.
+        let root = std::env::temp_dir().join(format!("dirthara-macros-nul-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("nul")).unwrap();
+        std::fs::write(root.join("nul/1_a.sql"), "SELECT 1;\n\0").unwrap();
+        std::fs::write(root.join("nul/2_b.up.json"), "[\0]").unwrap();
+        let err = expand("\"nul\"", &root).unwrap_err();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert!(err.contains("2 problems"), "{err}");
+        assert!(
+            err.contains("1_a.sql: holds a NUL byte at byte offset 10 (line 2)"),
+            "{err}"
+        );
+        assert!(
+            err.contains("2_b.up.json: holds a NUL byte at byte offset 1"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn no_argument_means_the_migrations_directory() {
         assert_eq!(directory("").unwrap(), "migrations");
         assert_eq!(directory("\"db/migrations\"").unwrap(), "db/migrations");

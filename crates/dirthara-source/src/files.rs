@@ -24,6 +24,7 @@ use crate::{Problem, SourceError};
 
 use assemble::assemble;
 pub(crate) use read::read_text;
+pub use read::refuse_nul;
 use scan::scan_directory;
 
 type Result<T, E = SourceError> = std::result::Result<T, E>;

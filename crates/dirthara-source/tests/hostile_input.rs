@@ -458,9 +458,87 @@ fn the_loader_handles_huge_and_binary_files_in_bounded_time() {
     let error = load_sources(&[(dir.path().to_path_buf(), None)]).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(30));
     let text = error.to_string();
-    // The invalid UTF-8 file and the over-deep JSON are named; the huge file loads.
+    // The NUL file, the invalid UTF-8 file and the over-deep JSON are named; the huge file
+    // loads.
+    assert!(
+        text.contains("2_nul.sql: holds a NUL byte at byte offset 9"),
+        "{text}"
+    );
     assert!(text.contains("3_latin1.sql"), "{text}");
     assert!(text.contains("4_deep.json"), "{text}");
     assert!(!text.contains("1_huge.sql"), "{text}");
     load_with_every_layout(dir.path());
+}
+
+/// Regression (issue 22): `SELECT 1;\0` looped for ever on SQLite, dropped the connection on
+/// PostgreSQL and left the migration dirty on MySQL. A NUL byte in any step of any layout is
+/// refused while loading, naming the file and the offset, every such file in one run.
+#[test]
+fn a_nul_byte_in_any_migration_file_of_any_layout_is_refused_naming_file_and_offset() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = |name: &str| {
+        let dir = root.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    };
+    let write = |dir: &Path, name: &str, text: &[u8]| {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let plain = dir("plain");
+    write(&plain, "1_up.up.sql", b"SELECT 1;\0");
+    write(&plain, "1_up.down.sql", b"SELECT 1;");
+    write(&plain, "2_down.up.sql", b"SELECT 1;");
+    write(&plain, "2_down.down.sql", b"SELECT 1;\nSELECT\0 2;");
+    write(&plain, "3_only.sql", b"\0SELECT 1;");
+    write(&plain, "4_mongo.up.json", b"[{\"create\": \"c\"}]\0");
+    write(&plain, "5_good.sql", b"SELECT 1;");
+    // UTF-16 without a byte-order mark is valid UTF-8 with a NUL in every other byte.
+    write(&plain, "6_utf16.sql", b"S\0E\0L\0E\0C\0T\0 \x001\0");
+    let dbmate = dir("dbmate");
+    write(
+        &dbmate,
+        "7_d.sql",
+        b"-- migrate:up\nSELECT 1;\n-- migrate:down\nSELECT\0;\n",
+    );
+    let goose = dir("goose");
+    write(&goose, "8_g.sql", b"-- +goose Up\nSELECT\0 1;\n");
+    let diesel = dir("diesel");
+    write(&diesel, "2024-01-01-000009_x/up.sql", b"SELECT 1;\0");
+    write(&diesel, "2024-01-01-000009_x/down.sql", b"SELECT 1;");
+    let flyway = dir("flyway");
+    write(&flyway, "V10__f.sql", b"SELECT 1;\r\n\0");
+
+    let sources: Vec<(PathBuf, Option<Layout>)> = ["plain", "dbmate", "goose", "diesel", "flyway"]
+        .iter()
+        .map(|name| (root.path().join(name), None))
+        .collect();
+    let error = load_sources(&sources).unwrap_err();
+    let dirthara_source::SourceError::Invalid(problems) = &error else {
+        panic!("{error}");
+    };
+    let text = error.to_string();
+    for (file, offset, line) in [
+        ("1_up.up.sql", 9, 1),
+        ("2_down.down.sql", 16, 2),
+        ("3_only.sql", 0, 1),
+        ("4_mongo.up.json", 17, 1),
+        ("6_utf16.sql", 1, 1),
+        ("7_d.sql", 46, 4),
+        ("8_g.sql", 19, 2),
+        ("up.sql", 9, 1),
+        ("V10__f.sql", 11, 2),
+    ] {
+        let expected = format!("holds a NUL byte at byte offset {offset} (line {line})");
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.file.ends_with(file) && p.reason.starts_with(&expected)),
+            "{file}: {expected}: {text}"
+        );
+    }
+    assert_eq!(problems.len(), 9, "{text}");
+    assert!(!text.contains("5_good"), "{text}");
+    assert!(text.contains("save it as UTF-8"), "the fix: {text}");
 }

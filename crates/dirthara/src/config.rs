@@ -8,6 +8,7 @@
 
 mod env;
 mod file;
+mod read;
 mod value;
 
 use std::collections::BTreeMap;
@@ -17,10 +18,11 @@ use std::time::Duration;
 pub use dirthara_source::files::Layout;
 
 pub use env::is_setting_variable;
+pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
 pub(crate) use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING,
-    LOCK_TTL, LOCK_WAIT, MIN_LOCK_TTL, STRICT,
+    LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT,
 };
 
 use crate::error::{Error, Result};
@@ -126,11 +128,21 @@ impl Config {
     pub fn validate(&self) -> Result<()> {
         validate_table_name(&self.history_table)?;
         LOCK_TTL.accept(self.lock_ttl, Origin::Named("`lock_ttl`"))?;
+        if let Some(wait) = self.lock_wait {
+            LOCK_WAIT.accept(wait, Origin::Named("`lock_wait`"))?;
+        }
+        CONNECT_TIMEOUT.accept(self.connect_timeout, Origin::Named("`connect_timeout`"))?;
         self.connection_url(&self.history_connection)?;
         for (name, sql) in &self.init_sql {
             if sql.trim().is_empty() {
                 return Err(Error::config(format!(
                     "init_sql for connection `{name}` is empty; remove it or give it statements"
+                )));
+            }
+            // As in a migration: no database takes a NUL byte in a statement.
+            if let Err(reason) = crate::source::refuse_nul(sql) {
+                return Err(Error::config(format!(
+                    "init_sql for connection `{name}` {reason}"
                 )));
             }
             let url = self.connections.get(name).ok_or_else(|| {
@@ -225,6 +237,47 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("history table name"));
+    }
+
+    #[test]
+    fn durations_set_in_code_are_bounded_like_those_parsed() {
+        let mut c = Config::with_url("sqlite:x.db");
+        c.lock_ttl = MAX_LOCK_TTL;
+        c.lock_wait = Some(LockWait::For(MAX_WAIT));
+        c.connect_timeout = MAX_WAIT;
+        assert!(c.validate().is_ok());
+        c.lock_wait = Some(LockWait::Forever);
+        assert!(c.validate().is_ok());
+        let mut too_long = [
+            Config::with_url("sqlite:x.db"),
+            Config::with_url("sqlite:x.db"),
+            Config::with_url("sqlite:x.db"),
+        ];
+        too_long[0].lock_ttl = MAX_LOCK_TTL + Duration::from_secs(1);
+        too_long[1].lock_wait = Some(LockWait::For(Duration::MAX));
+        too_long[2].connect_timeout = Duration::MAX;
+        let needles = [
+            "`lock_ttl`: a lease of",
+            "`lock_wait`: a wait of more than 100 years",
+            "`connect_timeout`: a connect timeout",
+        ];
+        for (c, needle) in too_long.iter().zip(needles) {
+            let error = c.validate().unwrap_err();
+            assert_eq!(error.code(), crate::Code::ConfigError);
+            assert!(error.to_string().starts_with(needle), "{error}");
+        }
+    }
+
+    #[test]
+    fn init_sql_with_a_nul_byte_is_refused() {
+        let mut c = Config::with_url("sqlite:x.db");
+        c.init_sql.insert("default".into(), "PRAGMA x;\0".into());
+        let error = c.validate().unwrap_err().to_string();
+        assert!(
+            error
+                .starts_with("init_sql for connection `default` holds a NUL byte at byte offset 9"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 
 pub use dirthara_source::files::DirectoryLayout;
-pub(crate) use dirthara_source::files::{check_name, empty_up, is_blank_commands, Layout, Loaded};
+pub(crate) use dirthara_source::files::{
+    check_name, empty_up, is_blank_commands, refuse_nul, Layout, Loaded,
+};
 pub(crate) use dirthara_source::sql;
 use dirthara_source::SourceError;
 

@@ -10,7 +10,7 @@ use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
 use crate::layout::{empty_up, Layout};
 use crate::migration::{
-    DownStep, StepSource, DownSteps, LazyChecksum, Migration, StepFormat, DEFAULT_CONNECTION,
+    DownStep, DownSteps, LazyChecksum, Migration, StepFormat, StepSource, DEFAULT_CONNECTION,
 };
 use crate::names::Role;
 

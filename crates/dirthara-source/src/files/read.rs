@@ -1,16 +1,43 @@
-//! Reading a migration file whole, with as few system calls as a regular file allows.
+//! Reading a migration file whole, with as few system calls as a regular file allows, and
+//! refusing text no database can be sent.
 
 use std::fs;
 use std::path::Path;
 
 pub(crate) fn read_text(path: &Path) -> std::result::Result<String, String> {
     let bytes = read_regular_file(path).map_err(|e| format!("cannot read: {e}"))?;
-    String::from_utf8(bytes).map_err(|e| {
+    let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "is not valid UTF-8 (invalid byte at offset {}); save it as UTF-8",
             e.utf8_error().valid_up_to()
         )
-    })
+    })?;
+    refuse_nul(&text)?;
+    Ok(text)
+}
+
+/// Refuses step text holding a NUL byte, saying where the first one is.
+///
+/// A NUL is valid UTF-8, but no database takes one in a statement: SQLite's parser stops at
+/// it (sqlx then loops for ever on the rest of the text), PostgreSQL's protocol ends strings
+/// with it (the server drops the connection), MySQL fails on it half-way through a script
+/// (leaving the migration dirty). So it is refused while loading, before anything runs:
+/// files here, embedded migrations at compile time, and migrations given in code by the
+/// runner's load step.
+pub fn refuse_nul(text: &str) -> std::result::Result<(), String> {
+    let Some(offset) = text.bytes().position(|b| b == 0) else {
+        return Ok(());
+    };
+    let line = text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1;
+    Err(format!(
+        "holds a NUL byte at byte offset {offset} (line {line}), which no database accepts in \
+         a statement; remove it (a file saved as UTF-16 has one in every other byte: save it as \
+         UTF-8)"
+    ))
 }
 
 /// Bytes read at once; a migration file is nearly always smaller, so it costs one `read`.
@@ -49,6 +76,18 @@ pub(crate) fn read_regular_file(path: &Path) -> std::io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_nul_byte_is_refused_naming_its_offset_and_line() {
+        assert_eq!(refuse_nul("SELECT 1;\nSELECT 2;"), Ok(()));
+        let reason = refuse_nul("SELECT 1;\nSELECT 2;\0\0").unwrap_err();
+        assert!(
+            reason.starts_with("holds a NUL byte at byte offset 19 (line 2)"),
+            "{reason}"
+        );
+        let reason = refuse_nul("\0").unwrap_err();
+        assert!(reason.contains("offset 0 (line 1)"), "{reason}");
+    }
 
     #[test]
     fn files_of_any_size_read_whole_in_chunks() {

@@ -59,6 +59,13 @@ pub(crate) trait SqlDriver: Send {
         self.execute_count(sql).await.map(|_| ())
     }
 
+    /// After `execute` failed: the 1-based line of its text where the failing statement
+    /// starts, for a driver that sends text statement by statement (SQLite). `None` where
+    /// the database locates an error itself.
+    fn failed_statement_line(&self) -> Option<usize> {
+        None
+    }
+
     /// A second connection to the same database with the same settings (the lease store's).
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error>;
 

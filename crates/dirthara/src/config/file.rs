@@ -37,6 +37,9 @@ impl Config {
     /// Reads a `dirthara.toml` over these settings. Relative directories are taken from the
     /// file's own directory, so the file means the same wherever the command is run from.
     ///
+    /// The file is read with a cap ([`read_config_file`](crate::config::read_config_file)): one
+    /// larger than 1 MiB is refused, whatever it is (`/dev/zero` included).
+    ///
     /// # Examples
     ///
     /// ```
@@ -50,7 +53,7 @@ impl Config {
     /// # Ok::<(), dirthara::Error>(())
     /// ```
     pub fn merge_file(&mut self, path: &Path) -> Result<()> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        let text = super::read_config_file(path).map_err(|e| {
             Error::config(format!("cannot read config file {}: {e}", path.display()))
         })?;
         let base = path.parent().unwrap_or(Path::new(""));

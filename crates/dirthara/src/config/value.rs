@@ -63,18 +63,35 @@ impl LockWait {
 
 /// Parses a duration as `humantime` does (`500ms`, `30s`, `5m`, `2h`, `1h 30m`, `1day`), or
 /// a bare number of seconds (`0`, `30`), the form TOML integers and shell scripts use.
+///
+/// A duration too long for any clock (`99999999999999999999h`) is [`Duration::MAX`], not
+/// `None`: it is a duration, and each setting's bound then refuses it by name.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse().ok().map(Duration::from_secs);
+        return Some(text.parse().map_or(Duration::MAX, Duration::from_secs));
     }
-    humantime::parse_duration(text).ok()
+    match humantime::parse_duration(text) {
+        Ok(duration) => Some(duration),
+        Err(humantime::DurationError::NumberOverflow) => Some(Duration::MAX),
+        Err(_) => None,
+    }
 }
 
 /// The shortest lease: the heartbeat renews every third of it, and a shorter lease would
 /// lapse at the first slow renewal (a round trip, a GC pause) and stop the run with
 /// `LOCK_LEASE_LOST`.
 pub const MIN_LOCK_TTL: Duration = Duration::from_secs(5);
+
+/// The longest lease: 7 days. A runner that dies holding a lease holds the lock that long,
+/// and a live run never needs more (the heartbeat renews the lease while it lasts). Within
+/// it, every database stores the expiry and every clock adds it without overflow.
+pub const MAX_LOCK_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The longest wait or timeout (`lock_wait`, `connect_timeout`): 30 days. Longer is never
+/// meant (`lock_wait = "forever"` says "until the lock is free"), and a deadline that far
+/// stays representable on every clock.
+pub const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Where a setting's value was written, as its errors name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,28 +188,28 @@ pub const LOCKING: Setting<Locking> = Setting {
     check: any_value,
 };
 
-/// `lock_wait`: [`LockWait::parse`].
+/// `lock_wait`: [`LockWait::parse`], `forever` or at most [`MAX_WAIT`].
 pub const LOCK_WAIT: Setting<LockWait> = Setting {
     key: "lock_wait",
     expected: "a duration such as '30s', 0, or 'forever'",
     syntax: LockWait::parse,
-    check: any_value,
+    check: bounded_lock_wait,
 };
 
-/// `lock_ttl`: a duration ([`parse_duration`]) of at least [`MIN_LOCK_TTL`].
+/// `lock_ttl`: a duration ([`parse_duration`]) from [`MIN_LOCK_TTL`] to [`MAX_LOCK_TTL`].
 pub const LOCK_TTL: Setting<Duration> = Setting {
     key: "lock_ttl",
     expected: "a duration such as '30m'",
     syntax: parse_duration,
-    check: long_enough_lease,
+    check: bounded_lease,
 };
 
-/// `connect_timeout`: a duration ([`parse_duration`]).
+/// `connect_timeout`: a duration ([`parse_duration`]) of at most [`MAX_WAIT`].
 pub const CONNECT_TIMEOUT: Setting<Duration> = Setting {
     key: "connect_timeout",
     expected: "a duration such as '30s'",
     syntax: parse_duration,
-    check: any_value,
+    check: bounded_connect_timeout,
 };
 
 /// `history_table`: any text, then refused unless it is a plain identifier, because the
@@ -232,7 +249,15 @@ pub(crate) fn parse_directory_list(text: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-fn long_enough_lease(ttl: &Duration) -> std::result::Result<(), String> {
+fn bounded_lease(ttl: &Duration) -> std::result::Result<(), String> {
+    if *ttl > MAX_LOCK_TTL {
+        return Err(format!(
+            "a lease of {} is longer than the maximum of 7 days: a runner that dies holding it \
+             would keep every other runner out that long, and a run needs no long lease (the \
+             heartbeat renews it while the run lasts). Use at most 7d, e.g. 30m (the default)",
+            spoken(*ttl)
+        ));
+    }
     if *ttl >= MIN_LOCK_TTL {
         return Ok(());
     }
@@ -243,6 +268,38 @@ fn long_enough_lease(ttl: &Duration) -> std::result::Result<(), String> {
         MIN_LOCK_TTL.as_secs(),
         MIN_LOCK_TTL.as_secs()
     ))
+}
+
+fn bounded_lock_wait(wait: &LockWait) -> std::result::Result<(), String> {
+    match wait {
+        LockWait::For(limit) if *limit > MAX_WAIT => Err(format!(
+            "a wait of {} is longer than the maximum of 30 days; to wait until the lock is free \
+             however long that takes, use `forever`, else a wait of at most 30d, e.g. 10m",
+            spoken(*limit)
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn bounded_connect_timeout(timeout: &Duration) -> std::result::Result<(), String> {
+    if *timeout <= MAX_WAIT {
+        return Ok(());
+    }
+    Err(format!(
+        "a connect timeout of {} is longer than the maximum of 30 days; use at most 30d, e.g. \
+         5m (the default is 30s)",
+        spoken(*timeout)
+    ))
+}
+
+/// A duration as a refusal says it: as humantime writes it, up to a century.
+fn spoken(duration: Duration) -> String {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    if duration > CENTURY {
+        "more than 100 years".to_string()
+    } else {
+        humantime::format_duration(duration).to_string()
+    }
 }
 
 fn check_table_name(name: &str) -> std::result::Result<(), String> {
@@ -287,6 +344,64 @@ mod tests {
         assert_eq!(parse_duration("soon"), None);
         assert_eq!(parse_duration("-1s"), None);
         assert_eq!(LockWait::parse("forever"), Some(LockWait::Forever));
+        // Too long for any clock: still a duration, for the bound to refuse by name.
+        assert_eq!(parse_duration("99999999999999999999h"), Some(Duration::MAX));
+        assert_eq!(parse_duration("99999999999999999999"), Some(Duration::MAX));
+    }
+
+    /// Regression (issue 22): `--lock-wait 9223372036854775807` panicked adding it to an
+    /// instant; `--lock-ttl 99999999999999h` failed at lock time on PostgreSQL and took an
+    /// already expired lease on MongoDB. Each bound is inclusive and named in the refusal.
+    #[test]
+    fn every_duration_setting_is_bounded_naming_the_setting_the_bound_and_the_fix() {
+        let origin = Origin::Named("--lock-ttl");
+        assert_eq!(LOCK_TTL.read("7d", origin).unwrap(), MAX_LOCK_TTL);
+        for text in ["7d 1s", "99999999999999h", "18446743073709551", "1e400s"] {
+            let Some(_) = LOCK_TTL.parse(text) else {
+                assert_eq!(text, "1e400s", "only that one is no duration");
+                continue;
+            };
+            let error = LOCK_TTL.read(text, origin).unwrap_err().to_string();
+            assert!(
+                error.starts_with("--lock-ttl: a lease of ")
+                    && error.contains("longer than the maximum of 7 days")
+                    && error.contains("Use at most 7d"),
+                "{text}: {error}"
+            );
+        }
+
+        let origin = Origin::Env("DIRTHARA_LOCK_WAIT");
+        assert_eq!(
+            LOCK_WAIT.read("30d", origin).unwrap(),
+            LockWait::For(MAX_WAIT)
+        );
+        assert_eq!(
+            LOCK_WAIT.read("forever", origin).unwrap(),
+            LockWait::Forever
+        );
+        for text in ["30d 1ms", "9223372036854775807", "99999999999999999999h"] {
+            let error = LOCK_WAIT.read(text, origin).unwrap_err().to_string();
+            assert!(
+                error.starts_with("environment variable DIRTHARA_LOCK_WAIT: a wait of ")
+                    && error.contains("longer than the maximum of 30 days")
+                    && error.contains("use `forever`"),
+                "{text}: {error}"
+            );
+        }
+        let error = LOCK_WAIT.read("9223372036854775807", origin).unwrap_err();
+        assert!(error.to_string().contains("more than 100 years"), "{error}");
+
+        let origin = Origin::File {
+            file: "dirthara.toml",
+            key: "connect_timeout",
+        };
+        assert_eq!(CONNECT_TIMEOUT.read("30d", origin).unwrap(), MAX_WAIT);
+        let error = CONNECT_TIMEOUT.read("31d", origin).unwrap_err().to_string();
+        assert!(
+            error.starts_with("dirthara.toml: `connect_timeout`: a connect timeout of 1month")
+                && error.contains("maximum of 30 days; use at most 30d"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -38,6 +38,7 @@ impl Migrator {
             }));
         }
         let mut migrations = loaded.migrations;
+        refuse_nul_in_code(&self.extra)?;
         for extra in self.extra.iter() {
             // Migrations given in code follow the rules of files: a version of 0 ..= 2^63-1
             // (0 as sqlx and Diesel allow), a name of letters, digits, `.`, `_` and `-`.
@@ -201,6 +202,34 @@ fn check_extended_json(migration: &Migration) -> Vec<crate::error::Problem> {
 #[cfg(not(feature = "mongodb"))]
 fn check_extended_json(_: &Migration) -> Vec<crate::error::Problem> {
     Vec::new()
+}
+
+/// Migrations given in code (or embedded) face the rule files face as they are read: no NUL
+/// byte in a name or a step (see `dirthara_source::files::refuse_nul`). Every such
+/// migration is named at once, before anything runs.
+fn refuse_nul_in_code(migrations: &[Migration]) -> Result<()> {
+    use crate::source::refuse_nul;
+    let mut problems = Vec::new();
+    for migration in migrations {
+        let steps = [
+            ("its name", Some(migration.name.as_str())),
+            ("its up step", Some(migration.up())),
+            ("its down step", migration.step(Direction::Down)),
+        ];
+        for (what, text) in steps {
+            if let Err(reason) = refuse_nul(text.unwrap_or_default()) {
+                problems.push(crate::error::Problem {
+                    file: PathBuf::from(&migration.origin),
+                    reason: format!("{what} {reason}"),
+                });
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::InvalidMigration { problems }))
+    }
 }
 
 /// One SQL step as `dialect` reads it: how it controls its own transaction (e.g. `` `COMMIT`

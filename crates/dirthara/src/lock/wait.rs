@@ -45,7 +45,9 @@ pub(super) async fn contend(contender: &mut dyn Contender, waiting: &Waiting<'_>
     let started = Instant::now();
     let deadline = match waiting.wait {
         LockWait::Forever => None,
-        LockWait::For(limit) => Some(started + limit),
+        // `checked_add`: a wait too long for the clock (only code that skips
+        // `Config::validate` can ask for one) has no deadline rather than a panic.
+        LockWait::For(limit) => started.checked_add(limit),
     };
     let mut next_report = started;
     loop {

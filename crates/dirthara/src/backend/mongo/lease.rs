@@ -176,8 +176,10 @@ pub(crate) fn local_time(hello: &Document) -> std::result::Result<DateTime, Stri
     }
 }
 
+/// Saturating: `as i64` wrapped a ttl of 2^64 ms into the past, an already expired lease.
 fn plus(now: DateTime, ttl: Duration) -> DateTime {
-    DateTime::from_millis(now.timestamp_millis() + ttl.as_millis() as i64)
+    let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
+    DateTime::from_millis(now.timestamp_millis().saturating_add(ttl))
 }
 
 fn record_of(document: &Document) -> LeaseRecord {
@@ -398,5 +400,19 @@ mod tests {
         assert!(store.renew(&request.owner_id, request.ttl).await.unwrap());
         assert!(store.release(&request.owner_id).await.unwrap());
         db.drop().await.unwrap();
+    }
+
+    /// Regression (issue 22): `--lock-ttl 18446743073709551` wrapped into the past, so the
+    /// runner took a lease that had already expired.
+    #[test]
+    fn a_lease_too_long_for_a_bson_date_saturates_instead_of_wrapping_into_the_past() {
+        let now = DateTime::from_millis(MAY_2024);
+        let far = plus(now, Duration::from_secs(18_446_743_073_709_551));
+        assert_eq!(far, DateTime::from_millis(i64::MAX));
+        assert_eq!(plus(now, Duration::MAX), DateTime::from_millis(i64::MAX));
+        assert_eq!(
+            plus(now, Duration::from_secs(60)),
+            DateTime::from_millis(MAY_2024 + 60_000)
+        );
     }
 }

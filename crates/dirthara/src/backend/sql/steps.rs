@@ -32,11 +32,18 @@ impl<D: SqlDriver> SqlBackend<D> {
         match self.driver.execute(text).await {
             Ok(()) => Ok(()),
             Err(error) => {
-                let failure = StepFailure::new(database_error(error, Some((text, 0))));
+                let failure = self.step_failed(error, text);
                 self.driver.clean_up_after_failure().await;
                 Err(self.locate_error(failure, text, 1))
             }
         }
+    }
+
+    /// The failure of step `text`, located where the database or the driver knows where.
+    fn step_failed(&self, error: sqlx::Error, text: &str) -> StepFailure {
+        let mut failure = StepFailure::new(database_error(error, Some((text, 0))));
+        failure.error.line = (failure.error.line).or(self.driver.failed_statement_line());
+        failure
     }
 
     /// Runs step text and its history change (if any) so that both commit or neither does.
@@ -65,8 +72,7 @@ impl<D: SqlDriver> SqlBackend<D> {
         }
         self.begin_step(true).await?;
         let started = std::time::Instant::now();
-        let mut result = (self.driver.execute(text).await)
-            .map_err(|e| StepFailure::new(database_error(e, Some((text, 0)))));
+        let mut result = (self.driver.execute(text).await).map_err(|e| self.step_failed(e, text));
         if let (Ok(()), Some(change)) = (&result, record) {
             let sql = self.change_sql(change, Some(started.elapsed()));
             result = self.driver.execute(&sql).await.map_err(failed);
