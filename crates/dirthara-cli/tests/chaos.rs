@@ -56,9 +56,15 @@ fn chaos(kind: Kind) {
     let mut violations = Vec::new();
     let started = Instant::now();
     for number in 1..=rounds {
+        let round_started = Instant::now();
         let Some(report) = runtime.block_on(round(&mut target, &settings)) else {
             return;
         };
+        eprintln!(
+            "chaos {kind:?} round {number}/{rounds}: {} violation(s) in {:.1}s",
+            report.violations.len(),
+            round_started.elapsed().as_secs_f64()
+        );
         tally.add(&report.tally);
         for v in report.violations {
             eprintln!("chaos {kind:?} round {number}: {v}");

@@ -164,7 +164,7 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
     let first = snapshot::read(kind, &place).await;
     violations.extend(verdict::truth(&first, n, None));
     violations.extend(verdict::exits(&records, &first));
-    violations.extend(verdict::reports(&records, &first));
+    violations.extend(verdict::reports(&records, &first, kind == Kind::Mysql));
     let tally = &mut report.tally;
     for v in 1..=n {
         match first.state(v) {
@@ -229,7 +229,7 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
     let last: Snapshot = snapshot::read(kind, &place).await;
     let violations = &mut report.violations;
     violations.extend(verdict::truth(&last, n, Some(&resolved_applied)));
-    violations.extend(verdict::reports(std::slice::from_ref(&clean), &last));
+    violations.extend(verdict::reports(std::slice::from_ref(&clean), &last, false));
     records.push(clean);
     violations.extend(verdict::executions(&records, &last, n));
     let tally = &mut report.tally;
