@@ -418,13 +418,9 @@ async fn a_database_that_comes_up_late_is_retried_until_it_accepts_connections()
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let late_url = db
-        .url
-        .replace("127.0.0.1:5432", &format!("127.0.0.1:{port}"));
-    assert_ne!(
-        late_url, db.url,
-        "the test expects the default server address"
-    );
+    let server = db.host_port();
+    let late_url = db.url.replace(&server, &format!("127.0.0.1:{port}"));
+    assert_ne!(late_url, db.url, "no host:port in {}", db.url);
     let m = Migrations::tables(1);
     let runner = spawn(dirthara(
         &late_url,
@@ -440,8 +436,9 @@ async fn a_database_that_comes_up_late_is_retried_until_it_accepts_connections()
             let Ok((mut inbound, _)) = listener.accept().await else {
                 return;
             };
+            let server = server.clone();
             tokio::spawn(async move {
-                if let Ok(mut outbound) = tokio::net::TcpStream::connect("127.0.0.1:5432").await {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(server.as_str()).await {
                     let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                 }
             });

@@ -349,7 +349,6 @@ async fn mongo_once(db: &TestDb) -> (Snapshot, bool) {
     let history = read("dirthara_migrations").await;
     let effects = read("chaos_effects").await;
     let counters = read("chaos_exec").await;
-    drop(read);
     if in_one_snapshot {
         session.commit_transaction().await.unwrap();
     }

@@ -488,7 +488,7 @@ mod tests {
         assert!(executions(&[killed.clone(), winner.clone()], &s, 1).is_empty());
         // Without the kill, the second execution is one too many, and unannounced.
         assert_eq!(
-            rules(&executions(&[winner.clone()], &s, 1)),
+            rules(&executions(std::slice::from_ref(&winner), &s, 1)),
             vec![Rule::ExecutedTooOften, Rule::UnannouncedExecution]
         );
         // A runner that began it and exited by itself without finishing was not cut off.
@@ -539,9 +539,9 @@ mod tests {
             End::Killed,
             vec![started(1), finished(1), started(2), finished(2)],
         );
-        assert!(reports(&[killed.clone()], &s, true).is_empty());
+        assert!(reports(std::slice::from_ref(&killed), &s, true).is_empty());
         assert_eq!(
-            rules(&reports(&[killed.clone()], &s, false)),
+            rules(&reports(std::slice::from_ref(&killed), &s, false)),
             vec![Rule::FinishedButNotRecorded]
         );
         // Not an earlier one, and not for a runner that ended by itself.

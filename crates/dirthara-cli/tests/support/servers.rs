@@ -139,6 +139,27 @@ impl TestDb {
         })
     }
 
+    /// The server's `host:port`, as the URL names it.
+    pub fn host_port(&self) -> String {
+        let rest = self.url.split_once("://").map_or(&*self.url, |(_, r)| r);
+        let authority = rest.split(['/', '?']).next().unwrap_or_default();
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        host_port.to_string()
+    }
+
+    /// The server's port, as the URL names it (the protocol's default when it names none).
+    pub fn port(&self) -> u16 {
+        let default = match self.server {
+            Server::Postgres => 5432,
+            Server::Mysql => 3306,
+            Server::Mongo => 27017,
+        };
+        self.host_port()
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(default)
+    }
+
     pub async fn execute(&self, sql: &str) {
         match self.server {
             Server::Postgres => {
