@@ -157,7 +157,8 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
 
     // The first checkpoint: once every runner's session has ended, one snapshot.
     let violations = &mut report.violations;
-    if let Err(e) = snapshot::wait_for_sessions_to_end(kind, &place).await {
+    let pids: Vec<u32> = records.iter().map(|r| r.pid).collect();
+    if let Err(e) = snapshot::wait_for_sessions_to_end(kind, &place, &pids).await {
         violations.push(Violation::new(Rule::SessionsLingering, e));
         return Some(report);
     }
@@ -220,7 +221,7 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
         ));
         return Some(report);
     }
-    if let Err(e) = snapshot::wait_for_sessions_to_end(kind, &place).await {
+    if let Err(e) = snapshot::wait_for_sessions_to_end(kind, &place, &[clean.pid]).await {
         report
             .violations
             .push(Violation::new(Rule::SessionsLingering, e));

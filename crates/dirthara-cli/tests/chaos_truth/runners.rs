@@ -34,6 +34,8 @@ pub struct Runner {
 #[derive(Debug, Clone)]
 pub struct RunnerRecord {
     pub id: usize,
+    /// Its process id, which its server sessions carry in their application name.
+    pub pid: u32,
     pub end: End,
     /// Its ndjson events, in the order printed (the last may be an `error` event).
     pub events: Vec<Value>,
@@ -120,6 +122,7 @@ impl Runner {
             .collect();
         RunnerRecord {
             id: self.id,
+            pid: self.child.id(),
             end,
             events,
             stderr: self.stderr.join().unwrap_or_default(),

@@ -41,16 +41,20 @@ fn marker_version(name: &str) -> Option<u64> {
 
 /// Waits until no server session of a runner is left on the round's database: a killed
 /// runner's session may still be running (and then committing) its statement until the
-/// server notices the client is gone, so a free lock is not enough. Returns the sessions
-/// still there after 90 s, if any.
-pub async fn wait_for_sessions_to_end(kind: Kind, place: &Place) -> Result<(), String> {
+/// server notices the client is gone, so a free lock is not enough. `runners`: the process
+/// ids of the round's runners. Returns the sessions still there after 90 s, if any.
+pub async fn wait_for_sessions_to_end(
+    kind: Kind,
+    place: &Place,
+    runners: &[u32],
+) -> Result<(), String> {
     let Place::Server(db) = place else {
         // SQLite: the runners' processes are gone, and with them their connections.
         return Ok(());
     };
     let started = Instant::now();
     loop {
-        let left = sessions(kind, db).await;
+        let left = sessions(kind, db, runners).await;
         if left.is_empty() {
             return Ok(());
         }
@@ -65,8 +69,9 @@ pub async fn wait_for_sessions_to_end(kind: Kind, place: &Place) -> Result<(), S
 
 /// The other sessions on the round's database (PostgreSQL: any but ours, among them every
 /// `dirthara ...` application; MariaDB: any process-list row for the database but ours;
-/// MongoDB: any connection whose application name is a dirthara runner's).
-async fn sessions(kind: Kind, db: &TestDb) -> Vec<String> {
+/// MongoDB, whose connections name no database: any connection whose application name is
+/// one of the round's runners', `dirthara <command> <host>:<pid>`).
+async fn sessions(kind: Kind, db: &TestDb, runners: &[u32]) -> Vec<String> {
     match kind {
         Kind::Postgres => {
             db.strings(
@@ -106,7 +111,8 @@ async fn sessions(kind: Kind, db: &TestDb) -> Vec<String> {
                             .ok()
                     })
                     .unwrap_or("");
-                if app.starts_with("dirthara ") {
+                let pid = app.rsplit(':').next().and_then(|p| p.parse::<u32>().ok());
+                if app.starts_with("dirthara ") && pid.is_some_and(|p| runners.contains(&p)) {
                     left.push(format!("{app}: {}", op.get_str("op").unwrap_or("")));
                 }
             }

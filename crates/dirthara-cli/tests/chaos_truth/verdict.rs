@@ -369,6 +369,7 @@ mod tests {
     fn runner(id: usize, end: End, events: Vec<serde_json::Value>) -> RunnerRecord {
         RunnerRecord {
             id,
+            pid: 0,
             end,
             events,
             stderr: String::new(),
