@@ -27,6 +27,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use chaos_truth::{round, setting, Kind, Settings, Tally, Target};
+use support::private_server::PrivateServer;
+use support::servers::{Server, TestDb};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -103,4 +105,38 @@ fn chaos_sqlite_lease_processes_sharing_one_file() {
 #[test]
 fn chaos_mongodb_lease() {
     chaos(Kind::Mongo);
+}
+
+/// A private server restarts on its own data directory and port, and is gone, process and
+/// directory, once dropped.
+async fn private_server_lifecycle(server: Server) {
+    let Some(mut private) = PrivateServer::start_or_skip(server) else {
+        return;
+    };
+    let url = private.admin_url();
+    let db = TestDb::try_create_at(server, &url).await.unwrap();
+    db.execute("CREATE TABLE kept (id INT)").await;
+    let before = private.pid().unwrap();
+    private.restart().unwrap();
+    assert_ne!(private.pid(), Some(before), "a new server process");
+    assert_eq!(private.admin_url(), url, "the same port");
+    assert!(db.tables().await.contains(&"kept".to_string()));
+    drop(db);
+    let (root, pid) = (private.root().to_path_buf(), private.pid().unwrap());
+    drop(private);
+    assert!(!root.exists(), "{} left behind", root.display());
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "server {pid} still running"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_postgres_restarts_on_its_own_data_and_is_gone_once_dropped() {
+    private_server_lifecycle(Server::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_private_mariadb_restarts_on_its_own_data_and_is_gone_once_dropped() {
+    private_server_lifecycle(Server::Mysql).await;
 }

@@ -100,6 +100,16 @@ impl PrivateServer {
         self.server
     }
 
+    /// The instance's directory (data, socket, log), removed on drop.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The server process's id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The administrative URL, for [`TestDb::create_at`](super::servers::TestDb::create_at).
     pub fn admin_url(&self) -> String {
         match self.server {
