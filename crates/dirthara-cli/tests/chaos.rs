@@ -74,8 +74,9 @@ fn chaos(kind: Kind) {
         }
     }
     eprintln!(
-        "chaos {kind:?} in {:.0}s: {tally:?}",
-        started.elapsed().as_secs_f64()
+        "chaos {kind:?} in {:.0}s, {} violation(s): {tally:?}",
+        started.elapsed().as_secs_f64(),
+        violations.len()
     );
     if setting("DIRTHARA_CHAOS_EXPECT_VIOLATIONS", 0) == 1 {
         assert!(

@@ -35,7 +35,6 @@ pub struct Tally {
     /// Executions the migrations counted, and attempts cut off by a kill or restart.
     pub executions: u64,
     pub cut_off: u64,
-    pub violations: u64,
 }
 
 impl Tally {
@@ -53,7 +52,6 @@ impl Tally {
         self.resolved_rolled_back += other.resolved_rolled_back;
         self.executions += other.executions;
         self.cut_off += other.cut_off;
-        self.violations += other.violations;
     }
 }
 
@@ -84,6 +82,7 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
     let m = workload::migrations(kind, n);
     let mut report = RoundReport::default();
     let tally = &mut report.tally;
+    tally.rounds = 1;
 
     let mut next_id = 0;
     let mut spawn_runner = || {
@@ -241,7 +240,5 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
         .iter()
         .filter(|r| r.unfinished().is_some() && (r.end == End::Killed || r.hit_by_restart))
         .count() as u64;
-    tally.rounds = 1;
-    tally.violations = report.violations.len() as u64;
     Some(report)
 }
