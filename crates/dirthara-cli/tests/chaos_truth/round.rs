@@ -62,11 +62,22 @@ fn fastrand() -> f64 {
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The lease flags of this backend (a lease at the 5 s minimum, so a killed holder blocks
-/// only briefly), or none for a session lock.
+/// The lease flags of this backend's runners (a lease at the 5 s minimum, so a killed holder
+/// blocks only briefly), or none for a session lock.
 fn lease(kind: Kind) -> &'static [&'static str] {
     if kind.leases() {
         &["--locking", "lease", "--lock-ttl", "5s"]
+    } else {
+        &[]
+    }
+}
+
+/// The lease flags of the checker's own resolve and clean runs, which nobody kills: a lease
+/// long enough that a loaded machine cannot make it lapse under them (the runners' 5 s lease
+/// can, by design: a stalled holder loses it).
+fn patient_lease(kind: Kind) -> &'static [&'static str] {
+    if kind.leases() {
+        &["--locking", "lease", "--lock-ttl", "120s"]
     } else {
         &[]
     }
@@ -190,7 +201,7 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
         };
         let version = v.to_string();
         let mut args = vec!["resolve", version.as_str(), verdict, "--lock-wait", "60s"];
-        args.extend_from_slice(lease(kind));
+        args.extend_from_slice(patient_lease(kind));
         let out = wait_with_watchdog(
             crate::support::spawn(dirthara(&url, m.path(), &args)),
             Duration::from_secs(90),
@@ -206,7 +217,7 @@ pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundRepo
 
     // A clean run finishes the work; its steps count with the round's for the executions.
     let mut args = vec!["migrate", "--output", "ndjson", "--lock-wait", "60s"];
-    args.extend_from_slice(lease(kind));
+    args.extend_from_slice(patient_lease(kind));
     let clean = Runner::spawn(usize::MAX, dirthara(&url, m.path(), &args), false)
         .finish(Duration::from_secs(120));
     if clean.end != End::Exited(0) {
