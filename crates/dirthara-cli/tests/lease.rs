@@ -7,6 +7,7 @@ use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use support::servers::{Server, TestDb};
+use support::watch::Watched;
 use support::{
     applied_versions, dirthara, dirthara_command, scratch_dir, spawn, text, wait_until_held,
     wait_with_watchdog, Migrations,
@@ -564,4 +565,78 @@ async fn a_mongodb_lease_with_a_missing_or_non_date_expiry_is_held_until_forced(
         .output()
         .unwrap();
     assert!(out.status.success() && text(&out).0.contains("Nothing to release"));
+}
+
+/// `unlock --force` from another process deletes the lease while its holder is inside a slow
+/// migration: the holder finishes that one, finds the lease gone before the next, and stops
+/// with `LOCK_LEASE_LOST` (warning `LOCK_LEASE_EXPIRED` as it lets go), as docs/locking.md
+/// documents. PostgreSQL's and MongoDB's leases have their own tests above, with an intruder
+/// taking the lease meanwhile.
+async fn lease_forced_mid_migration(server: Option<Server>, slow: &str) {
+    let Some(place) = Place::new(server).await else {
+        return;
+    };
+    let url = place.url();
+    let m = Migrations::new();
+    m.add(1, "slow", slow, None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let mut holder = Watched::spawn(dirthara(
+        &url,
+        m.path(),
+        &["migrate", "--locking", "lease", "--output", "ndjson"],
+    ));
+    holder.wait_for("migration_started", Some(1));
+    // Past the step's first write (its `running` marker, where it has one).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = dirthara(&url, m.path(), &["unlock", "--force", "--locking", "lease"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("deleted the lease held by `dirthara migrate"),
+        "{stdout}"
+    );
+
+    let ended = holder.finish(Duration::from_secs(60));
+    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
+    let error = ended.error();
+    assert_eq!(error["code"], "LOCK_LEASE_LOST", "{}", ended.stderr);
+    assert!(
+        ended.stderr.contains("before migration 2 (next)"),
+        "{}",
+        ended.stderr
+    );
+    assert!(
+        ended.stderr.contains("warning [LOCK_LEASE_EXPIRED]"),
+        "{}",
+        ended.stderr
+    );
+    assert_eq!(ended.finished(), vec![1]);
+    assert_eq!(error["completed"][0]["version"], 1, "{error}");
+    // Migration 2 never ran: it is pending, and a new run applies it.
+    let out = dirthara(
+        &url,
+        m.path(),
+        &["migrate", "--locking", "lease", "--output", "json"],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(applied_versions(&out), vec![2], "{:?}", text(&out));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next_sqlite() {
+    // Outside a transaction: a transactional SQLite step holds the file's one write lock for
+    // its whole length, and `unlock --force` cannot delete the lease until it commits.
+    lease_forced_mid_migration(
+        None,
+        "-- dirthara:no-transaction\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT count(*) FROM n",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next_mysql() {
+    lease_forced_mid_migration(Some(Server::Mysql), "SELECT SLEEP(2)").await;
 }

@@ -8,6 +8,7 @@ use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 use support::servers::{Server, TestDb};
+use support::watch::Watched;
 use support::{
     applied_versions, dirthara, dirthara_command, spawn, text, wait_until_held, wait_with_watchdog,
     Migrations,
@@ -323,34 +324,87 @@ async fn a_migration_on_a_named_connection_runs_there_while_history_and_lock_sta
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn unlock_force_terminates_the_holder_which_stops_before_its_next_migration() {
-    let Some(db) = TestDb::create(Server::Postgres).await else {
+/// `unlock --force` from another process while the holder is inside a slow migration: the
+/// holder's session is terminated (PostgreSQL `pg_terminate_backend`, MySQL `KILL
+/// CONNECTION`), its step is cut off with the connection (`MIGRATION_FAILED`, connection
+/// lost), and it runs nothing after it. PostgreSQL rolls the step back; MySQL's could not
+/// run in a transaction, so it is left `running` (dirty), as docs/locking.md documents.
+async fn unlock_force_mid_migration(server: Server) {
+    let Some(db) = TestDb::create(server).await else {
         return;
     };
     let m = Migrations::new();
-    m.add(1, "slow", "SELECT pg_sleep(2)", None);
+    m.add(1, "slow", &server.sleep(3.0), None);
     m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let holder = spawn(dirthara(&db.url, m.path(), &["migrate"]));
-    wait_until_held(|| dirthara(&db.url, m.path(), &["unlock", "--output", "json"]));
+    let mut holder = Watched::spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "ndjson"],
+    ));
+    holder.wait_for("migration_started", Some(1));
+    // Inside the step: its sleep is running on the server.
+    let sleeping = match server {
+        Server::Postgres => "SELECT pid::text FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(3)%' AND pid <> pg_backend_pid()".to_string(),
+        _ => format!("SELECT CAST(ID AS CHAR) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND INFO LIKE 'SELECT SLEEP(3%'", db.name),
+    };
+    let started = Instant::now();
+    while db.strings(&sleeping).await.is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never reached the sleep"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let out = dirthara(&db.url, m.path(), &["unlock"]).output().unwrap();
     let (stdout, _) = text(&out);
-    assert!(stdout.contains("held by `dirthara migrate"), "{stdout}");
+    let holder_named = match server {
+        Server::Postgres => "held by `dirthara migrate",
+        _ => "held by session",
+    };
+    assert!(stdout.contains(holder_named), "{stdout}");
     let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
         .output()
         .unwrap();
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stderr}");
-    assert!(stdout.contains("terminated session"), "{stdout}");
-    let holder = wait_with_watchdog(holder, Duration::from_secs(30));
-    assert_eq!(holder.status.code(), Some(1));
+    let terminated = match server {
+        Server::Postgres => "terminated session",
+        _ => "terminated connection",
+    };
+    assert!(stdout.contains(terminated), "{stdout}");
+
+    let ended = holder.finish(Duration::from_secs(30));
+    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
+    let error = ended.error();
+    assert_eq!(error["code"], "MIGRATION_FAILED", "{}", ended.stderr);
+    assert_eq!(error["database"]["connection_lost"], true, "{error}");
+    assert_eq!(error["migration"]["version"], 1, "{error}");
+    let dirty = server == Server::Mysql;
+    assert_eq!(error["migration"]["left_dirty"], dirty, "{error}");
+    assert_eq!(ended.finished(), Vec::<u64>::new());
     assert!(!db.tables().await.contains(&"next_one".to_string()));
+    let history = if dirty {
+        vec![(1, 1, "running".to_string())]
+    } else {
+        vec![]
+    };
+    assert_eq!(db.history().await, history);
     // On a free lock, --force is a no-op that succeeds.
     let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
         .output()
         .unwrap();
     assert!(out.status.success());
     assert!(text(&out).0.contains("Nothing to release"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_more_postgres() {
+    unlock_force_mid_migration(Server::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_more_mysql() {
+    unlock_force_mid_migration(Server::Mysql).await;
 }
 
 /// A runner started before its database accepts connections retries until it does.
@@ -364,13 +418,9 @@ async fn a_database_that_comes_up_late_is_retried_until_it_accepts_connections()
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         probe.local_addr().unwrap().port()
     };
-    let late_url = db
-        .url
-        .replace("127.0.0.1:5432", &format!("127.0.0.1:{port}"));
-    assert_ne!(
-        late_url, db.url,
-        "the test expects the default server address"
-    );
+    let server = db.host_port();
+    let late_url = db.url.replace(&server, &format!("127.0.0.1:{port}"));
+    assert_ne!(late_url, db.url, "no host:port in {}", db.url);
     let m = Migrations::tables(1);
     let runner = spawn(dirthara(
         &late_url,
@@ -386,8 +436,9 @@ async fn a_database_that_comes_up_late_is_retried_until_it_accepts_connections()
             let Ok((mut inbound, _)) = listener.accept().await else {
                 return;
             };
+            let server = server.clone();
             tokio::spawn(async move {
-                if let Ok(mut outbound) = tokio::net::TcpStream::connect("127.0.0.1:5432").await {
+                if let Ok(mut outbound) = tokio::net::TcpStream::connect(server.as_str()).await {
                     let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                 }
             });
@@ -444,14 +495,14 @@ async fn tls_is_negotiated_when_the_url_requires_it() {
 }
 
 /// A lock released from inside the session (here by a migration itself) is noticed before the
-/// next migration: on PostgreSQL by the guard that leads each step's message.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration() {
-    let Some(db) = TestDb::create(Server::Postgres).await else {
+/// next migration: on PostgreSQL by the guard that leads each step's message, on MySQL by the
+/// confirmation before each migration.
+async fn lock_released_by_a_migration(server: Server, release: &str) {
+    let Some(db) = TestDb::create(server).await else {
         return;
     };
     let m = Migrations::new();
-    m.add(1, "let_go", "SELECT pg_advisory_unlock_all()", None);
+    m.add(1, "let_go", release, None);
     m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
     let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
     let (_, stderr) = text(&out);
@@ -460,4 +511,14 @@ async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration(
     assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
     assert!(!db.tables().await.contains(&"next_one".to_string()));
     assert_eq!(db.history().await, vec![(1, 1, "applied".to_string())]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration_postgres() {
+    lock_released_by_a_migration(Server::Postgres, "SELECT pg_advisory_unlock_all()").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration_mysql() {
+    lock_released_by_a_migration(Server::Mysql, "DO RELEASE_ALL_LOCKS()").await;
 }

@@ -199,7 +199,7 @@ async fn a_direct_unix_socket_connection_passes_the_full_pooler_check() {
     let socket_dir = std::env::var("DIRTHARA_TEST_POSTGRES_SOCKET")
         .unwrap_or_else(|_| "/var/run/postgresql".to_string());
     if !std::path::Path::new(&socket_dir)
-        .join(".s.PGSQL.5432")
+        .join(format!(".s.PGSQL.{}", db.port()))
         .exists()
     {
         assert!(

@@ -1,16 +1,33 @@
-//! The chaos test's view of the truth: which migrations took effect (markers and
-//! `chaos_effects` rows, read from the database itself), what the history says (`status`),
-//! and the check that the two agree. Also restarting a server and waiting for it.
+//! The chaos checker: K runners migrate one database while runners are SIGKILLed at random
+//! and (on PostgreSQL and MariaDB, private instances of the test's own) the server restarts
+//! mid-round; then the checker judges what happened. A [`round`] returns the violations it
+//! found as a value: the product's tests assert the list is empty, and a test that plants a
+//! fault (runner environment [`Settings::runner_env`], e.g. `FAILPOINTS=...`) asserts it
+//! is not.
+//!
+//! - [`workload`]: the migrations, which count their own executions;
+//! - [`runners`]: the runner processes and what they printed;
+//! - [`snapshot`]: the database read in one snapshot, once every runner's session ended;
+//! - [`verdict`]: the rules, pure functions from those to violations;
+//! - [`round`](mod@round): one round, start to finish.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
-use std::process::Command;
-use std::time::{Duration, Instant};
+pub mod round;
+pub mod runners;
+pub mod snapshot;
+pub mod verdict;
+pub mod workload;
 
-use sqlx::{Connection, Executor, Row};
+use std::time::Duration;
 
+use crate::support::private_server::PrivateServer;
 use crate::support::servers::{Server, TestDb};
-use crate::support::{dirthara, text, Migrations};
+
+// The checker's interface, for tests that plant a fault and assert what it reports.
+#[allow(unused_imports)]
+pub use round::{round, RoundReport, Tally};
+#[allow(unused_imports)]
+pub use verdict::{Rule, Violation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -18,6 +35,22 @@ pub enum Kind {
     Mysql,
     Sqlite,
     Mongo,
+}
+
+impl Kind {
+    fn server(self) -> Option<Server> {
+        match self {
+            Kind::Postgres => Some(Server::Postgres),
+            Kind::Mysql => Some(Server::Mysql),
+            Kind::Mongo => Some(Server::Mongo),
+            Kind::Sqlite => None,
+        }
+    }
+
+    /// SQLite and MongoDB lock with a lease; the SQL servers with their session lock.
+    fn leases(self) -> bool {
+        matches!(self, Kind::Sqlite | Kind::Mongo)
+    }
 }
 
 /// Where one round runs: a fresh SQLite file or a fresh server database.
@@ -35,219 +68,81 @@ impl Place {
     }
 }
 
-/// What the database holds: the markers that exist, and `chaos_effects` rows per version.
-pub struct Effects {
-    pub markers: Vec<u64>,
-    pub rows: BTreeMap<u64, u64>,
+/// The size of a round. Defaults are CI's short round; `DIRTHARA_CHAOS_MIGRATIONS`,
+/// `DIRTHARA_CHAOS_RUNNERS` and `DIRTHARA_CHAOS_SECONDS` lengthen it.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub migrations: u64,
+    pub runners: usize,
+    pub window: Duration,
+    /// Extra environment for every runner (not the resolve and clean runs after it).
+    pub runner_env: Vec<(String, String)>,
 }
 
-fn marker_version(name: &str) -> Option<u64> {
-    name.strip_prefix('m')?.parse().ok()
+pub fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
 }
 
-pub async fn effects(kind: Kind, place: &Place) -> Effects {
-    let (names, pairs): (Vec<String>, Vec<(u64, u64)>) = match place {
-        Place::Sqlite(_) => {
-            let mut c = sqlx::SqliteConnection::connect(&place.url()).await.unwrap();
-            let names = c
-                .fetch_all("SELECT name FROM sqlite_master WHERE type = 'table'")
-                .await
-                .unwrap();
-            let rows = c
-                .fetch_all("SELECT version, COUNT(*) FROM chaos_effects GROUP BY version")
-                .await
-                .unwrap();
-            (
-                names.iter().map(|r| r.get::<String, _>(0)).collect(),
-                rows.iter()
-                    .map(|r| (r.get::<i64, _>(0) as u64, r.get::<i64, _>(1) as u64))
-                    .collect(),
-            )
-        }
-        Place::Server(db) if kind == Kind::Mongo => {
-            use mongodb::bson::{doc, Document};
-            let mongo = db.mongo().await;
-            let mut rows = BTreeMap::new();
-            let mut cursor = mongo
-                .collection::<Document>("chaos_effects")
-                .find(doc! {})
-                .await
-                .unwrap();
-            while cursor.advance().await.unwrap() {
-                let d = cursor.deserialize_current().unwrap();
-                let v = d
-                    .get_i32("version")
-                    .map(i64::from)
-                    .or_else(|_| d.get_i64("version"));
-                *rows.entry(v.unwrap() as u64).or_insert(0) += 1;
-            }
-            (db.tables().await, rows.into_iter().collect())
-        }
-        Place::Server(db) => {
-            let sql = if kind == Kind::Postgres {
-                "SELECT version::text || ' ' || count(*)::text FROM chaos_effects GROUP BY version"
-            } else {
-                "SELECT CONCAT(version, ' ', COUNT(*)) FROM chaos_effects GROUP BY version"
-            };
-            let rows = db.strings(sql).await.into_iter().map(|line| {
-                let (v, n) = line.split_once(' ').unwrap();
-                (v.parse().unwrap(), n.parse().unwrap())
-            });
-            (db.tables().await, rows.collect())
-        }
-    };
-    let mut markers: Vec<u64> = names.iter().filter_map(|n| marker_version(n)).collect();
-    markers.sort_unstable();
-    Effects {
-        markers,
-        rows: pairs.into_iter().collect(),
-    }
-}
-
-/// Migration states as `status --output json` reports them.
-pub fn states(url: &str, m: &Migrations, extra: &[&str]) -> BTreeMap<u64, String> {
-    let mut args = vec!["status", "--output", "json"];
-    args.extend_from_slice(extra);
-    let out = dirthara(url, m.path(), &args).output().unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("status is not JSON ({e}): {:?}", text(&out)));
-    doc["migrations"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            let state = m["state"].as_str().unwrap().to_string();
-            (m["version"].as_u64().unwrap(), state)
-        })
-        .collect()
-}
-
-#[derive(Debug, Default)]
-pub struct Outcome {
-    pub applied: usize,
-    pub absent: usize,
-    pub dirty: usize,
-}
-
-/// The truth check. `finished`: after the clean run, everything must be applied.
-pub async fn checkpoint(
-    kind: Kind,
-    place: &Place,
-    m: &Migrations,
-    n: u64,
-    extra: &[&str],
-    finished: bool,
-) -> Outcome {
-    let states = states(&place.url(), m, extra);
-    let effects = effects(kind, place).await;
-    let mut outcome = Outcome::default();
-    let context = || {
-        format!(
-            "{kind:?} states {states:?} markers {:?} rows {:?}",
-            effects.markers, effects.rows
-        )
-    };
-    for v in 1..=n {
-        let marker = effects.markers.contains(&v);
-        let rows = effects.rows.get(&v).copied().unwrap_or(0);
-        assert!(
-            rows <= 1,
-            "migration {v} applied {rows} times: {}",
-            context()
-        );
-        match states.get(&v).map(String::as_str) {
-            Some("applied") => {
-                outcome.applied += 1;
-                assert!(
-                    marker,
-                    "migration {v} recorded without its effect: {}",
-                    context()
-                );
-                // A resolved DIRTY (`--applied`) may lack the row its step never reached.
-                if !finished {
-                    assert_eq!(
-                        rows,
-                        1,
-                        "migration {v} recorded, effect incomplete: {}",
-                        context()
-                    );
-                }
-            }
-            Some("pending") => {
-                outcome.absent += 1;
-                assert!(
-                    !marker && rows == 0,
-                    "migration {v} took effect unrecorded: {}",
-                    context()
-                );
-            }
-            Some("dirty") => outcome.dirty += 1,
-            other => panic!("migration {v} in state {other:?}: {}", context()),
+impl Settings {
+    pub fn from_env() -> Settings {
+        Settings {
+            migrations: setting("DIRTHARA_CHAOS_MIGRATIONS", 40),
+            runners: setting("DIRTHARA_CHAOS_RUNNERS", 6) as usize,
+            window: Duration::from_secs(setting("DIRTHARA_CHAOS_SECONDS", 4)),
+            runner_env: Vec::new(),
         }
     }
-    assert!(
-        outcome.dirty <= 1,
-        "more than one running record: {}",
-        context()
-    );
-    if finished {
-        assert_eq!(outcome.applied as u64, n, "{}", context());
-    }
-    outcome
 }
 
-pub fn restart_server(kind: Kind) {
-    let sh = |script: &str| {
-        let out = Command::new("sh").arg("-c").arg(script).output().unwrap();
-        (out.status.success(), format!("{script}: {:?}", text(&out)))
-    };
-    match kind {
-        Kind::Postgres => {
-            let (ok, log) = sh("pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main restart -m fast");
-            assert!(ok, "{log}");
-        }
-        Kind::Mysql => {
-            let _ = sh("mysqladmin -uroot --protocol=tcp shutdown");
-            let started = Instant::now();
-            // Starting while the old server still exits would find it "already running".
-            while sh("start-stop-daemon --status --exec /usr/sbin/mariadbd").0 {
-                assert!(
-                    started.elapsed() < Duration::from_secs(60),
-                    "mariadbd does not stop"
-                );
-                std::thread::sleep(Duration::from_millis(100));
+/// The backend the rounds run on, and the private server they restart, if they do.
+pub struct Target {
+    pub kind: Kind,
+    private: Option<PrivateServer>,
+}
+
+impl Target {
+    /// With `restarts` (PostgreSQL and MariaDB only), a private server of the test's own,
+    /// which the rounds restart; else the test server of `DIRTHARA_TEST_*_URL` (or a SQLite
+    /// file), which nothing stops. `None` when a private server cannot be made (skipped,
+    /// said why; a failure under `DIRTHARA_REQUIRE_SERVERS=1`).
+    pub fn new(kind: Kind, restarts: bool) -> Option<Target> {
+        let private = match kind.server() {
+            Some(server) if restarts && server != Server::Mongo => {
+                Some(PrivateServer::start_or_skip(server)?)
             }
-            let (ok, log) =
-                sh("start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd");
-            assert!(ok, "{log}");
-        }
-        _ => unreachable!("only server backends restart"),
-    }
-}
-
-/// Waits until the server accepts a query again after a restart.
-pub async fn wait_until_answering(place: &Place) {
-    let Place::Server(db) = place else { return };
-    let started = Instant::now();
-    loop {
-        let ok = match db.server {
-            Server::Postgres => match sqlx::PgConnection::connect(&db.url).await {
-                Ok(mut c) => c.execute("SELECT 1").await.is_ok(),
-                Err(_) => false,
-            },
-            Server::Mysql => match sqlx::MySqlConnection::connect(&db.url).await {
-                Ok(mut c) => c.execute("SELECT 1").await.is_ok(),
-                Err(_) => false,
-            },
-            Server::Mongo => return,
+            _ => None,
         };
-        if ok {
-            return;
+        Some(Target { kind, private })
+    }
+
+    pub fn restarts(&self) -> bool {
+        self.private.is_some()
+    }
+
+    /// A fresh place for one round; `None` when the server is not there (skipped).
+    async fn place(&self) -> Option<Place> {
+        let Some(server) = self.kind.server() else {
+            return Some(Place::Sqlite(crate::support::scratch_dir()));
+        };
+        let db = match &self.private {
+            Some(private) => Some(
+                TestDb::try_create_at(server, &private.admin_url())
+                    .await
+                    .unwrap_or_else(|e| panic!("{e}; server log:\n{}", private.log())),
+            ),
+            None => TestDb::create(server).await,
+        };
+        db.map(Place::Server)
+    }
+
+    fn restart(&mut self) {
+        if let Some(private) = &mut self.private {
+            if let Err(e) = private.restart() {
+                panic!("restarting the private server failed: {e}");
+            }
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(90),
-            "the server never came back"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }

@@ -6,7 +6,9 @@
 //! - [`run`]: the captured result of one run, with assertions (`Run`);
 //! - [`project`]: a project directory to run SQLite commands in (`Project`);
 //! - [`servers`]: throwaway databases on the test servers (`TestDb`);
-//! - [`pgbouncer`]: a PgBouncer of the test's own in front of one of them.
+//! - [`pgbouncer`]: a PgBouncer of the test's own in front of one of them;
+//! - [`private_server`]: a PostgreSQL or MariaDB of the test's own, to stop and restart;
+//! - [`watch`]: an `--output ndjson` run watched while it runs.
 //!
 //! Include it with `mod support;` from a file directly under `tests/`, with
 //! `#[path = "../support/mod.rs"] mod support;` from a test in a directory of its own, and
@@ -17,9 +19,11 @@
 #![allow(dead_code)]
 
 pub mod pgbouncer;
+pub mod private_server;
 pub mod project;
 pub mod run;
 pub mod servers;
+pub mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

@@ -2,7 +2,8 @@
 //! scenario), dropped afterwards. Without a server a test is skipped with a message, unless
 //! `DIRTHARA_REQUIRE_SERVERS=1` (set by CI), where a missing server fails the run. The servers
 //! are `DIRTHARA_TEST_POSTGRES_URL`, `DIRTHARA_TEST_MYSQL_URL` and `DIRTHARA_TEST_MONGODB_URL`,
-//! by default the local trust-auth ones.
+//! by default the local trust-auth ones. A test that stops or restarts a server makes one of
+//! its own instead ([`private_server`](super::private_server)).
 
 use sqlx::{Connection, Executor, MySqlConnection, PgConnection, Row};
 
@@ -90,7 +91,13 @@ impl TestDb {
 
     /// A fresh database, or why the server cannot give one.
     pub async fn try_create(server: Server) -> Result<TestDb, String> {
-        let admin_url = server.admin_url();
+        TestDb::try_create_at(server, &server.admin_url()).await
+    }
+
+    /// A fresh database on the server whose administrative database is `admin_url` (a
+    /// [`PrivateServer`](super::private_server::PrivateServer)'s, say), or why it cannot give one.
+    pub async fn try_create_at(server: Server, admin_url: &str) -> Result<TestDb, String> {
+        let admin_url = admin_url.to_string();
         let name = format!("dirthara_t_{}_{}", std::process::id(), unique_suffix());
         let created = async {
             match server {
@@ -130,6 +137,27 @@ impl TestDb {
             name,
             admin_url,
         })
+    }
+
+    /// The server's `host:port`, as the URL names it.
+    pub fn host_port(&self) -> String {
+        let rest = self.url.split_once("://").map_or(&*self.url, |(_, r)| r);
+        let authority = rest.split(['/', '?']).next().unwrap_or_default();
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        host_port.to_string()
+    }
+
+    /// The server's port, as the URL names it (the protocol's default when it names none).
+    pub fn port(&self) -> u16 {
+        let default = match self.server {
+            Server::Postgres => 5432,
+            Server::Mysql => 3306,
+            Server::Mongo => 27017,
+        };
+        self.host_port()
+            .rsplit_once(':')
+            .and_then(|(_, p)| p.parse().ok())
+            .unwrap_or(default)
     }
 
     pub async fn execute(&self, sql: &str) {

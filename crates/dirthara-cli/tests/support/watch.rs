@@ -1,0 +1,143 @@
+//! A `dirthara ... --output ndjson` run watched while it runs: a test waits until the runner
+//! has reached a given event (inside migration 1, say) before it acts on the database.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// A running `--output ndjson` command and the events it has printed so far.
+pub struct Watched {
+    child: Child,
+    lines: Receiver<String>,
+    stderr: JoinHandle<String>,
+    /// Every event read so far, in order.
+    pub events: Vec<Value>,
+}
+
+/// A watched run that ended.
+#[derive(Debug)]
+pub struct Ended {
+    pub code: Option<i32>,
+    pub events: Vec<Value>,
+    pub stderr: String,
+}
+
+impl Ended {
+    /// The `error` event's object (`Value::Null` without one).
+    pub fn error(&self) -> &Value {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| e["event"] == "error")
+            .map(|e| &e["error"])
+            .unwrap_or(&Value::Null)
+    }
+
+    /// The versions of its `migration_finished` events.
+    pub fn finished(&self) -> Vec<u64> {
+        self.events
+            .iter()
+            .filter(|e| e["event"] == "migration_finished")
+            .filter_map(|e| e["version"].as_u64())
+            .collect()
+    }
+}
+
+impl Watched {
+    /// Starts `cmd`, which must print `--output ndjson`.
+    pub fn spawn(mut cmd: Command) -> Watched {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+        let out = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let (send, lines) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = err.read_to_string(&mut text);
+            text
+        });
+        Watched {
+            child,
+            lines,
+            stderr,
+            events: Vec::new(),
+        }
+    }
+
+    /// Waits until an event with `event` (and, if given, `version`) is printed; panics
+    /// after 30 s or when the run ends first.
+    pub fn wait_for(&mut self, event: &str, version: Option<u64>) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let matches = |e: &Value| e["event"] == event && version.is_none_or(|v| e["version"] == v);
+        if self.events.iter().any(matches) {
+            return;
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    let e: Value = serde_json::from_str(&line).unwrap_or(Value::String(line));
+                    let found = matches(&e);
+                    self.events.push(e);
+                    if found {
+                        return;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no {event} {version:?} within 30 s; events: {:?}",
+                        self.events
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!(
+                        "the run ended before {event} {version:?}; events: {:?}",
+                        self.events
+                    )
+                }
+            }
+        }
+    }
+
+    /// Waits for the run to end (killing it, and failing, after `limit`: a hang).
+    pub fn finish(mut self, limit: Duration) -> Ended {
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > limit {
+                let _ = self.child.kill();
+                panic!(
+                    "still running after {limit:?} (deadlock?): {:?}",
+                    self.events
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        while let Ok(line) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.events
+                .push(serde_json::from_str(&line).unwrap_or(Value::String(line)));
+        }
+        Ended {
+            code: status.code(),
+            events: self.events,
+            stderr: self.stderr.join().unwrap_or_default(),
+        }
+    }
+}
