@@ -38,6 +38,9 @@ pub(crate) struct MemoryDb {
     pub checks_lock_in_step: bool,
     /// Steps that carried the lock check, by number of the call (`step+record` calls).
     pub lock_checked_steps: usize,
+    /// History writes fail from now on (the step `break-history`: the history connection
+    /// was lost while a step ran elsewhere).
+    pub history_broken: bool,
     pub lease: crate::lock::lease::memory::MemoryLeaseStore,
 }
 
@@ -88,6 +91,7 @@ fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
             "lose-lock" => db.lock_holder = Some(u64::MAX),
             // Another runner force-unlocks and takes the lease.
             "steal-lease" => db.lease.put_owner("thief"),
+            "break-history" => db.history_broken = true,
             other => return Err(format!("unknown memory command `{other}`")),
         }
     }
@@ -236,6 +240,9 @@ impl Backend for MemoryBackend {
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
+        if self.with(|db| db.history_broken) {
+            return Err(Error::history("default", "the history connection was lost"));
+        }
         self.with(|db| {
             // One write, however many changes it carries: `record`, or `record xN`.
             db.calls.push(match changes.len() {

@@ -36,10 +36,17 @@ pub(super) struct Session<'m> {
     /// N+1 running" — one `running` record at most, at any instant; a crash before the pair
     /// is written leaves N `running`, which the next run reports as it would any interrupted
     /// step.
-    pub(super) unrecorded: Option<HistoryChange>,
+    pub(super) unrecorded: Option<Unrecorded>,
     /// `host:pid dirthara/x.y.z`, written into every record this session makes: asked of the
     /// system once, not once per migration.
     pub(super) applied_by: String,
+}
+
+/// A step's completion left to be written with the next step's marker, and the step's
+/// report, which is made only once that write succeeded.
+pub(super) struct Unrecorded {
+    pub(super) change: HistoryChange,
+    pub(super) report: StepReport,
 }
 
 impl<'m> Session<'m> {
@@ -132,10 +139,19 @@ impl<'m> Session<'m> {
     }
 
     async fn apply(&mut self, planned: &Plan<'_>, report: &mut RunReport) -> Result<()> {
-        let applied = self.apply_steps(planned, report).await;
+        let applied = self.apply_steps(planned).await;
         // Whatever ended the loop, the last completed step's record is written before the
         // command returns (a failure here leaves that one step `running`: dirty, never lost).
         let flushed = self.record_unrecorded().await;
+        for done in &self.completed {
+            match done.direction {
+                Direction::Up => {
+                    report.batch = Some(planned.batch);
+                    report.applied.push(done.clone());
+                }
+                Direction::Down => report.reverted.push(done.clone()),
+            }
+        }
         match (applied, flushed) {
             (Ok(()), flushed) => flushed,
             (Err(error), Ok(())) => Err(error),
@@ -145,13 +161,28 @@ impl<'m> Session<'m> {
 
     /// Writes the completion left for the next marker, if any.
     pub(super) async fn record_unrecorded(&mut self) -> Result<()> {
-        match self.unrecorded.take() {
-            Some(done) => self.history.record(&[done]).await,
-            None => Ok(()),
-        }
+        let Some(pending) = self.unrecorded.take() else {
+            return Ok(());
+        };
+        self.history.record(&[pending.change]).await?;
+        self.completed_step(pending.report);
+        Ok(())
     }
 
-    async fn apply_steps(&mut self, planned: &Plan<'_>, report: &mut RunReport) -> Result<()> {
+    /// A step whose records are written: said, and counted among the completed ones. Only
+    /// then: until its record is written, a step is not done, whatever it ran.
+    pub(super) fn completed_step(&mut self, done: StepReport) {
+        self.migrator.events.emit(Event::MigrationFinished {
+            version: done.version,
+            name: done.name.clone(),
+            direction: done.direction,
+            duration: std::time::Duration::from_millis(done.duration_ms),
+            reverses_nothing: done.reverses_nothing,
+        });
+        self.completed.push(done);
+    }
+
+    async fn apply_steps(&mut self, planned: &Plan<'_>) -> Result<()> {
         for (index, step) in planned.steps.iter().enumerate() {
             if self.interrupted() {
                 return Err(Error::new(ErrorKind::Interrupted {
@@ -180,8 +211,8 @@ impl<'m> Session<'m> {
                     direction = %step.direction
                 ),
             );
-            let done = match running.await {
-                Ok(done) => done,
+            match running.await {
+                Ok(()) => {}
                 // The check rolls the step back when the lock is gone: say that, not "failed".
                 Err(error) if check == LockCheck::InStep => {
                     let migration = (step.migration.version, step.migration.name.as_str());
@@ -192,15 +223,7 @@ impl<'m> Session<'m> {
                         .await);
                 }
                 Err(error) => return Err(error),
-            };
-            match step.direction {
-                Direction::Up => {
-                    report.batch = Some(planned.batch);
-                    report.applied.push(done.clone());
-                }
-                Direction::Down => report.reverted.push(done.clone()),
             }
-            self.completed.push(done);
         }
         Ok(())
     }

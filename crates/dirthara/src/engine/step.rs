@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use super::session::Session;
+use super::session::{Session, Unrecorded};
 use crate::backend::{Step, StepBody, StepFailure};
 use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
@@ -95,7 +95,7 @@ impl Session<'_> {
         step: &PlannedStep<'_>,
         batch: i64,
         check: LockCheck,
-    ) -> Result<StepReport> {
+    ) -> Result<()> {
         let migration = step.migration;
         let events = &self.migrator.events;
         events.emit(Event::MigrationStarted {
@@ -107,24 +107,21 @@ impl Session<'_> {
         let prepared = self.prepare(step, batch)?;
         self.mark(&prepared).await?;
         let attempt = self.attempt(&prepared, check).await;
-        self.settle(&prepared, attempt).await?;
-        let duration = prepared.started.elapsed();
-        let reverses_nothing = prepared.bracket == Bracket::RecordOnly;
-        self.migrator.events.emit(Event::MigrationFinished {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            duration,
-            reverses_nothing,
-        });
-        Ok(StepReport {
+        let pending = self.settle(&prepared, attempt).await?;
+        let report = StepReport {
             version: migration.version,
             name: migration.name.clone(),
             direction: step.direction,
             connection: migration.connection.clone(),
-            duration_ms: duration.as_millis() as u64,
-            reverses_nothing,
-        })
+            duration_ms: prepared.started.elapsed().as_millis() as u64,
+            reverses_nothing: prepared.bracket == Bracket::RecordOnly,
+        };
+        match pending {
+            // Done once its record is written, with the next step's marker.
+            Some(change) => self.unrecorded = Some(Unrecorded { change, report }),
+            None => self.completed_step(report),
+        }
+        Ok(())
     }
 
     /// What `step` runs and how its records bracket it; nothing is sent yet.
@@ -203,9 +200,16 @@ impl Session<'_> {
         if !prepared.on_history {
             self.other_connection(&migration.connection).await?;
         }
-        let markers: Vec<HistoryChange> =
-            self.unrecorded.take().into_iter().chain([marker]).collect();
-        self.history.record(&markers).await
+        let previous = self.unrecorded.take();
+        let markers: Vec<HistoryChange> = (previous.iter())
+            .map(|p| p.change.clone())
+            .chain([marker])
+            .collect();
+        self.history.record(&markers).await?;
+        if let Some(previous) = previous {
+            self.completed_step(previous.report);
+        }
+        Ok(())
     }
 
     /// Runs the step once. `check` says whether it carries the lock check itself.
@@ -244,16 +248,23 @@ impl Session<'_> {
 
     /// Writes what the attempt's outcome means for the history, and turns a failure into
     /// the step's error: left `running` (dirty) only when something may have committed.
-    pub(super) async fn settle(&mut self, prepared: &Prepared<'_>, attempt: Attempt) -> Result<()> {
+    /// Returns the completion still to write where the database folds it into the next
+    /// step's marker.
+    pub(super) async fn settle(
+        &mut self,
+        prepared: &Prepared<'_>,
+        attempt: Attempt,
+    ) -> Result<Option<HistoryChange>> {
         let migration = prepared.migration;
         match (prepared.bracket, attempt) {
             (Bracket::RecordOnly, _) => {
                 self.history
                     .record(std::slice::from_ref(&prepared.completion))
-                    .await
+                    .await?;
+                Ok(None)
             }
             // The record committed with the step, or neither did.
-            (Bracket::Atomic, Attempt::Done) => Ok(()),
+            (Bracket::Atomic, Attempt::Done) => Ok(None),
             (Bracket::Atomic, Attempt::Failed(failure)) => Err(prepared.failed(failure, false)),
             (Bracket::Marked, Attempt::Done) => {
                 let done = match prepared.direction {
@@ -264,10 +275,10 @@ impl Session<'_> {
                     Direction::Down => prepared.completion.clone(),
                 };
                 if self.history.capabilities().folds_records {
-                    self.unrecorded = Some(done);
-                    Ok(())
+                    Ok(Some(done))
                 } else {
-                    self.history.record(&[done]).await
+                    self.history.record(&[done]).await?;
+                    Ok(None)
                 }
             }
             (Bracket::Marked, Attempt::Failed(failure)) => {

@@ -92,3 +92,39 @@ async fn without_folding_each_completion_is_written_on_its_own() {
     // A marker and a completion per migration, each its own write.
     assert_eq!(records, 6);
 }
+
+#[tokio::test]
+async fn a_folded_completion_is_reported_done_only_once_its_record_is_written() {
+    let db = db();
+    {
+        let mut state = db.lock().unwrap();
+        state.non_transactional = true;
+        state.folds_records = true;
+    }
+    let finished = Arc::new(Mutex::new(Vec::new()));
+    let seen = finished.clone();
+    let sink = EventSink::new(move |event| {
+        if let Event::MigrationFinished { version, .. } = event {
+            seen.lock().unwrap().push(*version);
+        }
+    });
+    let migrations = vec![
+        migration(1, "create a", Some("drop a")),
+        // Its step ran; then the history connection is gone, so neither its record nor
+        // migration 3's marker can be written.
+        migration(2, "create b\nbreak-history", Some("drop b")),
+        migration(3, "create c", Some("drop c")),
+    ];
+    let err = migrator(&db, migrations)
+        .with_events(sink)
+        .migrate()
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::HistoryError, "{err}");
+    let completed: Vec<i64> = err.completed().iter().map(|s| s.version).collect();
+    assert_eq!(completed, [1], "2 ran but was never recorded: {err:?}");
+    assert_eq!(*finished.lock().unwrap(), [1]);
+    let state = db.lock().unwrap();
+    let history = state.history.as_ref().unwrap();
+    assert_eq!(history[&2].state, crate::history::RecordState::Running);
+}
