@@ -53,7 +53,11 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         .connect_timeout
         .clamp(Duration::from_millis(200), Duration::from_secs(2));
     options.server_selection_timeout = Some(attempt);
-    options.connect_timeout = Some(attempt);
+    // Not `connect_timeout`: the driver also times its server monitor's heartbeat with it,
+    // and a heartbeat that times out interrupts the commands in flight. Capped at 2 s, a
+    // server slow for a moment aborted the migration running on it (and left it dirty).
+    // Selection fails fast on its own when the server is down; the driver's default (10 s)
+    // bounds a connection that hangs.
     let Some(database) = options.default_database.clone() else {
         return Err(ConnectFailure::refused(
             "no database name in the URL's path (write it as mongodb://host/app)",

@@ -314,9 +314,22 @@ impl LeaseStore for SqlLeaseStore {
             d.ident(&self.table),
             d.literal(LOCK_NAME)
         );
-        match self.driver.execute_count(&sql).await {
-            Ok(n) => Ok(n > 0),
-            Err(error) => Err(self.error(error)),
+        // On SQLite a holder inside a transactional migration keeps the file's one write
+        // lock until its step commits: wait that out (bounded) as `observe` does, rather than
+        // fail at the first SQLITE_BUSY.
+        let started = Instant::now();
+        loop {
+            match self.driver.execute_count(&sql).await {
+                Ok(n) => return Ok(n > 0),
+                Err(error)
+                    if self.dialect() == Dialect::Sqlite
+                        && is_busy(&error)
+                        && started.elapsed() < CREATE_PATIENCE =>
+                {
+                    tokio::time::sleep(crate::backoff::jittered(Duration::from_millis(50))).await;
+                }
+                Err(error) => return Err(self.error(error)),
+            }
         }
     }
 
