@@ -246,8 +246,10 @@ pub(crate) enum StepBody<'a> {
 pub(crate) struct StepFailure {
     /// Boxed: a failure is rare, and a large `Err` would widen every step's `Result`.
     pub error: Box<DatabaseError>,
-    /// The step was refused before it could change anything (e.g. a MongoDB command answering
-    /// `ok: 0` as the first of its migration), so no `running` marker needs to stay behind.
+    /// Nothing of the step stayed: it was refused before it could change anything (a MongoDB
+    /// command answering `ok: 0` as the first of its migration), its first statement failed
+    /// and undid itself, or its transaction was rolled back whole. No `running` marker needs
+    /// to stay behind. False whenever that is not known (a lost connection).
     pub nothing_changed: bool,
 }
 

@@ -203,12 +203,21 @@ impl Backend for MemoryBackend {
         };
         let Some(change) = step.record else {
             let connection = self.connection.clone();
-            return self
-                .with(|db| {
-                    db.calls.push(format!("step on {connection}"));
-                    run_text(db, text)
+            return self.with(|db| {
+                db.calls.push(format!("step on {connection}"));
+                // In a transaction of its own where the database has them: undone on failure.
+                let undone = step.transactional && !db.non_transactional;
+                let saved = db.tables.clone();
+                run_text(db, text).map_err(|message| {
+                    if undone {
+                        db.tables = saved;
+                    }
+                    StepFailure {
+                        nothing_changed: undone,
+                        ..StepFailure::new(DatabaseError::from_message(message))
+                    }
                 })
-                .map_err(|message| StepFailure::new(DatabaseError::from_message(message)));
+            });
         };
         let session = self.session;
         self.with(|db| {

@@ -150,8 +150,10 @@ async fn end(
             .commit_transaction()
             .await
             .map_err(|e| StepFailure::new(DatabaseError::from_message(mongo_message(&e)))),
-        Err(failure) => {
-            let _ = session.abort_transaction().await;
+        Err(mut failure) => {
+            // Aborted whole: nothing of the step stayed, unless the connection went with it.
+            let aborted = session.abort_transaction().await.is_ok();
+            failure.nothing_changed |= aborted && !failure.error.connection_lost;
             Err(failure)
         }
     }

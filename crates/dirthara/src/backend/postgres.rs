@@ -25,6 +25,7 @@ use super::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
+use crate::source::sql::{split_statements, SqlDialect};
 use pooler::{SessionCheck, Suspect};
 
 /// The channel a releasing runner notifies and waiting runners listen on.
@@ -196,6 +197,20 @@ impl PgDriver {
         reset
     }
 
+    /// Counts the statements PostgreSQL completed: a simple query answers each one with a
+    /// CommandComplete, in order, and stops at the first error.
+    async fn execute_counted(&mut self, sql: &str) -> Result<(), (usize, sqlx::Error)> {
+        let mut results = self.conn.execute_many(sql);
+        let mut completed = 0;
+        while let Some(result) = std::future::poll_fn(|cx| results.as_mut().poll_next(cx)).await {
+            match result {
+                Ok(_) => completed += 1,
+                Err(error) => return Err((completed, error)),
+            }
+        }
+        Ok(())
+    }
+
     fn lock_error(&self, error: sqlx::Error) -> Error {
         Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
@@ -326,12 +341,21 @@ impl SqlDriver for PgDriver {
             Some(record) => format!("{head}{step}\n;\n{}", record(None)),
             None => format!("{head}{step}"),
         };
-        let sent = self.execute(&sql).await;
-        Some(
-            sent.map_err(|e| {
-                StepFailure::new(database_error(e, Some((step, head.chars().count()))))
-            }),
-        )
+        let sent = self.execute_counted(&sql).await;
+        Some(sent.map_err(|(completed, error)| {
+            let mut failure =
+                StepFailure::new(database_error(error, Some((step, head.chars().count()))));
+            // PostgreSQL answers each statement of the message in turn: the answers before
+            // the error say which statement of the step failed, where it gave no position.
+            if failure.error.line.is_none() {
+                let head = split_statements(&head, SqlDialect::Postgres).len();
+                let statements = split_statements(step, SqlDialect::Postgres);
+                if let Some(failed) = completed.checked_sub(head).and_then(|i| statements.get(i)) {
+                    failure.error.line = Some(failed.code_line);
+                }
+            }
+            failure
+        }))
     }
 
     async fn before_step(&mut self) -> Result<(), sqlx::Error> {

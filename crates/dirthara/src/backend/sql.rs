@@ -17,6 +17,7 @@ use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 mod dialect;
 mod history;
 mod lease;
+mod script;
 mod steps;
 
 pub(crate) use dialect::{DbObject, Dialect, HistoryNames};
@@ -57,6 +58,12 @@ pub(crate) trait SqlDriver: Send {
 
     async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
         self.execute_count(sql).await.map(|_| ())
+    }
+
+    /// Whether `error` says the text sent ended inside a statement: the tokenizer ended it
+    /// where the database reads on (SQLite takes `end` as a column name inside a trigger).
+    fn ended_inside_a_statement(&self, _error: &sqlx::Error) -> bool {
+        false
     }
 
     /// After `execute` failed: the 1-based line of its text where the failing statement

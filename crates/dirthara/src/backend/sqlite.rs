@@ -189,6 +189,10 @@ impl SqlDriver for SqliteDriver {
         Ok(affected)
     }
 
+    fn ended_inside_a_statement(&self, error: &sqlx::Error) -> bool {
+        is_incomplete(error)
+    }
+
     fn failed_statement_line(&self) -> Option<usize> {
         self.failed_line
     }

@@ -282,13 +282,12 @@ impl Session<'_> {
                 }
             }
             (Bracket::Marked, Attempt::Failed(failure)) => {
-                let rolled_back =
-                    prepared.transactional && self.step_is_undone_on_failure(prepared);
-                if !(rolled_back || failure.nothing_changed) {
+                // The backend knows what committed: a step rolled back whole, a first
+                // statement that undid itself, a command refused before it ran.
+                if !failure.nothing_changed {
                     return Err(self.left_dirty(prepared, failure).await);
                 }
-                // The step rolled back cleanly, or was refused before it changed anything:
-                // take the marker back.
+                // Nothing of the step stayed: take the marker back.
                 let undo = match prepared.direction {
                     Direction::Up => HistoryChange::Delete {
                         version: migration.version,
@@ -322,16 +321,6 @@ impl Session<'_> {
             Ok(()) => error,
             Err(not_kept) => error.with_secondary(not_kept),
         }
-    }
-
-    /// Whether a transactional step that failed on its connection was rolled back whole
-    /// there (its database rolls DDL back).
-    fn step_is_undone_on_failure(&self, prepared: &Prepared<'_>) -> bool {
-        let target = match prepared.on_history {
-            true => Some(&self.history),
-            false => self.others.get(&prepared.migration.connection),
-        };
-        target.is_some_and(|backend| backend.capabilities().transactional_ddl)
     }
 
     /// The connection the step runs on: the history connection, or its own.

@@ -1,49 +1,123 @@
-//! Running a step's text or code on a SQL connection: plain, in a transaction of its own
-//! (with its history record, where it has one), or statement by statement as the database's
-//! command-line client splits a script (MySQL's `DELIMITER`). Every transaction here begins
-//! in `begin_step` and ends in `end_step`, unless the driver sends the whole transaction as
-//! one message.
+//! Running a step's text or code on a SQL connection.
+//!
+//! A step that can be rolled back whole runs in one transaction — with its history record
+//! where it has one — as one message where the driver can (PostgreSQL) and statement by
+//! statement otherwise. Every other step runs statement by statement, as psql, the mysql
+//! client, goose and dbmate run them: a `CREATE INDEX CONCURRENTLY` cannot share a message
+//! with another statement, and only then can a failure be pinned to its statement and told
+//! apart from one that committed nothing. Every transaction here begins in `begin_step` and
+//! ends in `end_step`, unless the driver sends the whole transaction as one message.
 
-use super::{change_sql, RecordFn, SqlBackend, SqlDriver};
+use super::script::{self, locate_in_step, Progress};
+use super::{change_sql, Dialect, RecordFn, SqlBackend, SqlDriver};
 use crate::backend::{database_error, StepFailure};
 use crate::code::RustMigration;
 use crate::error::DatabaseError;
 use crate::history::HistoryChange;
 use crate::migration::Direction;
+use crate::source::sql::{split_statements, SqlDialect, Statement};
 
 fn failed(error: sqlx::Error) -> StepFailure {
     StepFailure::new(database_error(error, None))
 }
 
+impl Dialect {
+    pub(crate) fn sql_dialect(self) -> SqlDialect {
+        match self {
+            Dialect::Postgres => SqlDialect::Postgres,
+            Dialect::Mysql => SqlDialect::MySql,
+            Dialect::Sqlite => SqlDialect::Sqlite,
+        }
+    }
+}
+
 impl<D: SqlDriver> SqlBackend<D> {
-    /// Runs step text that commits without a history record.
+    /// The statements of step `text`, as the database's client would send them.
+    fn statements<'t>(&self, text: &'t str) -> Vec<Statement<'t>> {
+        match self.driver.client_statements(text) {
+            Some(statements) => statements,
+            None => split_statements(text, self.driver.dialect().sql_dialect()),
+        }
+    }
+
+    /// Runs step text that commits without a history record: in a transaction of its own
+    /// when `transactional` and the database can roll all of it back; else statement by
+    /// statement.
     pub(super) async fn run_text(
         &mut self,
         text: &str,
         transactional: bool,
     ) -> Result<(), StepFailure> {
-        if let Some(statements) = self.driver.client_statements(text) {
-            return self.run_client_script(&statements, transactional).await;
-        }
-        if transactional {
-            return self.run_in_transaction(text, None, false).await;
-        }
-        self.driver.before_step().await.map_err(failed)?;
-        match self.driver.execute(text).await {
-            Ok(()) => Ok(()),
-            Err(error) => {
-                let failure = self.step_failed(error, text);
-                self.driver.clean_up_after_failure().await;
-                Err(self.locate_error(failure, text, 1))
+        let client_script = self.driver.client_statements(text).is_some();
+        let statements = self.statements(text);
+        let dialect = self.driver.dialect().sql_dialect();
+        let rolls_back = self.driver.capabilities().transactional_ddl
+            || !(statements.iter()).any(|s| script::commits_implicitly(dialect, s.text));
+        match (transactional && rolls_back, client_script) {
+            (true, false) if self.driver.capabilities().transactional_ddl => {
+                self.run_in_transaction(text, None, false).await
             }
+            // One statement that does not commit implicitly is a transaction of its own
+            // already: no `BEGIN`/`COMMIT` round trips around it.
+            (true, _) if statements.len() <= 1 => {
+                self.run_one_by_one(text, &statements, false).await
+            }
+            (wrapped, _) => self.run_one_by_one(text, &statements, wrapped).await,
         }
     }
 
-    /// The failure of step `text`, located where the database or the driver knows where.
-    fn step_failed(&self, error: sqlx::Error, text: &str) -> StepFailure {
-        let mut failure = StepFailure::new(database_error(error, Some((text, 0))));
-        failure.error.line = (failure.error.line).or(self.driver.failed_statement_line());
-        failure
+    /// Runs `statements` of step `text` one message each, in a transaction of ours when
+    /// `wrapped`. A failure names its statement's line, and says whether anything committed
+    /// before it: nothing did when it was the first to change anything and undid itself, or
+    /// when the transaction it was in is rolled back.
+    async fn run_one_by_one(
+        &mut self,
+        text: &str,
+        statements: &[Statement<'_>],
+        wrapped: bool,
+    ) -> Result<(), StepFailure> {
+        self.begin_step(wrapped).await?;
+        let mut progress = Progress::new(self.driver.dialect().sql_dialect(), wrapped);
+        for (index, statement) in statements.iter().enumerate() {
+            let sent = self.driver.execute(statement.text).await;
+            if let Err(error) = &sent {
+                if self.driver.ended_inside_a_statement(error) && index + 1 < statements.len() {
+                    // The tokenizer ended this statement where the database reads on: send
+                    // the rest whole, as the database reads it.
+                    let rest = &text[statement.offset..];
+                    let sent = self.driver.execute(rest).await;
+                    let result = sent.map_err(|error| {
+                        let mut failure = self.step_failed(error, rest);
+                        failure.error.line =
+                            (failure.error.line).map(|line| statement.line + line - 1);
+                        // Which of the rest's statements ran before it failed is not known.
+                        failure
+                    });
+                    return self.end_step(wrapped, result).await;
+                }
+            }
+            if let Err(error) = sent {
+                // PostgreSQL's position is into the statement sent; MySQL says the line of a
+                // syntax error in its message; else the error is where the statement starts.
+                let error = database_error(error, Some((statement.text, 0)));
+                let mut failure = StepFailure::new(error);
+                if failure.error.line.is_none() {
+                    self.driver
+                        .locate(&mut failure.error, statement.text, statement.line);
+                    if failure.error.line.is_none() {
+                        locate_in_step(&mut failure.error, text, statement);
+                    }
+                } else if failure.error.column.is_some() {
+                    locate_in_step(&mut failure.error, text, statement);
+                }
+                failure.nothing_changed = !failure.error.connection_lost
+                    && progress.nothing_changed_if_fails(statement.text);
+                self.driver.clean_up_after_failure().await;
+                return Err(failure);
+            }
+            progress.ran(statement.text);
+        }
+        self.end_step(wrapped, Ok(())).await
     }
 
     /// Runs step text and its history change (if any) so that both commit or neither does.
@@ -68,7 +142,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             .execute_atomically(text, build, checks_lock)
             .await
         {
-            return sent.map_err(|failure| self.locate_error(failure, text, 1));
+            return sent.map_err(|failure| self.rolled_back(failure, text));
         }
         self.begin_step(true).await?;
         let started = std::time::Instant::now();
@@ -78,7 +152,26 @@ impl<D: SqlDriver> SqlBackend<D> {
             result = self.driver.execute(&sql).await.map_err(failed);
         }
         let ended = self.end_step(true, result).await;
-        ended.map_err(|failure| self.locate_error(failure, text, 1))
+        ended.map_err(|failure| self.rolled_back(failure, text))
+    }
+
+    /// The failure of step `text` sent whole, located where the database or the driver
+    /// knows where.
+    fn step_failed(&self, error: sqlx::Error, text: &str) -> StepFailure {
+        let mut failure = StepFailure::new(database_error(error, Some((text, 0))));
+        failure.error.line = (failure.error.line).or(self.driver.failed_statement_line());
+        failure
+    }
+
+    /// A step that ran in one transaction failed: nothing of it stayed, unless the
+    /// connection died (a `COMMIT` may then have happened unseen). A MySQL syntax error
+    /// says its line itself.
+    fn rolled_back(&self, mut failure: StepFailure, text: &str) -> StepFailure {
+        if failure.error.line.is_none() {
+            self.driver.locate(&mut failure.error, text, 1);
+        }
+        failure.nothing_changed |= !failure.error.connection_lost;
+        failure
     }
 
     /// Runs a Rust migration's code on this connection, with `record` in its transaction.
@@ -100,32 +193,27 @@ impl<D: SqlDriver> SqlBackend<D> {
             let sql = self.change_sql(change, Some(started.elapsed()));
             result = self.driver.execute(&sql).await.map_err(failed);
         }
-        self.end_step(transactional, result).await
-    }
-
-    /// Runs a client script statement by statement, as the mysql client would.
-    async fn run_client_script(
-        &mut self,
-        statements: &[crate::source::sql::Statement<'_>],
-        transactional: bool,
-    ) -> Result<(), StepFailure> {
-        self.begin_step(transactional).await?;
-        let mut result = Ok(());
-        for statement in statements {
-            if let Err(error) = self.driver.execute(statement.text).await {
-                result = Err(self.locate_error(failed(error), statement.text, statement.line));
-                break;
-            }
-        }
-        self.end_step(transactional, result).await
+        // Code may run DDL, which commits implicitly where DDL is not transactional.
+        let undone = transactional && self.driver.capabilities().transactional_ddl;
+        self.end_step(transactional, result)
+            .await
+            .map_err(|mut failure| {
+                failure.nothing_changed |= undone && !failure.error.connection_lost;
+                failure
+            })
     }
 
     /// Prepares the session for a step sent statement by statement, and opens its transaction.
     async fn begin_step(&mut self, transactional: bool) -> Result<(), StepFailure> {
-        self.driver.before_step().await.map_err(failed)?;
+        // Nothing of the step ran yet: a failure here changed nothing.
+        let refused = |error| StepFailure {
+            nothing_changed: true,
+            ..failed(error)
+        };
+        self.driver.before_step().await.map_err(refused)?;
         if transactional {
             let begin = self.driver.dialect().begin();
-            self.driver.execute(begin).await.map_err(failed)?;
+            self.driver.execute(begin).await.map_err(refused)?;
         }
         Ok(())
     }
@@ -137,18 +225,16 @@ impl<D: SqlDriver> SqlBackend<D> {
         mut result: Result<(), StepFailure>,
     ) -> Result<(), StepFailure> {
         if transactional && result.is_ok() {
-            result = self.driver.execute("COMMIT").await.map_err(failed);
+            result = self.driver.execute("COMMIT").await.map_err(|error| {
+                // A COMMIT refused (a deferred constraint) rolls back; a lost one may not.
+                let mut failure = failed(error);
+                failure.nothing_changed = !failure.error.connection_lost;
+                failure
+            });
         }
         if result.is_err() {
             self.driver.clean_up_after_failure().await;
         }
         result
-    }
-
-    /// Points the failure at the file's line where the driver can tell from the message
-    /// alone which line of `text` (starting at `first_line` of the file) failed.
-    fn locate_error(&self, mut failure: StepFailure, text: &str, first_line: usize) -> StepFailure {
-        self.driver.locate(&mut failure.error, text, first_line);
-        failure
     }
 }
