@@ -71,6 +71,17 @@ pub struct GlobalArgs {
     #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::CONNECT_TIMEOUT))]
     pub connect_timeout: Option<Duration>,
 
+    /// The longest one statement of a migration waits for a table (or MySQL metadata) lock
+    /// before it gives way to the application's queries and is tried again: a duration, or
+    /// off (wait as long as it takes) [default: 2s]. MySQL counts whole seconds (rounded up)
+    #[arg(long, value_name = "DURATION|off", global = true, value_parser = parse_table_lock_timeout)]
+    pub table_lock_timeout: Option<TableLockTimeout>,
+
+    /// How long to keep retrying a migration that gave way to the application's locks, with
+    /// jittered backoff; 0 makes one attempt [default: 10m]
+    #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::TABLE_LOCK_RETRY_FOR))]
+    pub table_lock_retry_for: Option<Duration>,
+
     /// Name of the history table [default: dirthara_migrations]
     #[arg(long, value_name = "NAME", global = true)]
     pub history_table: Option<String>,
@@ -121,6 +132,17 @@ fn locking_parser() -> impl clap::builder::TypedValueParser<Value = dirthara::Lo
 }
 
 /// A flag taking a duration, read by `setting`'s parser.
+/// `--table-lock-timeout`: a duration, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TableLockTimeout(pub Option<Duration>);
+
+fn parse_table_lock_timeout(text: &str) -> Result<TableLockTimeout, String> {
+    config::TABLE_LOCK_TIMEOUT
+        .parse(text)
+        .map(TableLockTimeout)
+        .ok_or_else(|| format!("`{text}` is not a duration or `off`: use e.g. 2s, 500ms or off"))
+}
+
 fn duration(
     setting: &'static config::Setting<Duration>,
 ) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync + 'static {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use dirthara::config::{
     is_setting_variable, Origin, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
+    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
 };
 use dirthara::{Config, Error, Locking};
 
@@ -49,6 +50,14 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     }
     if let Some(timeout) = args.connect_timeout {
         config.connect_timeout = CONNECT_TIMEOUT.accept(timeout, flag("--connect-timeout"))?;
+    }
+    if let Some(timeout) = args.table_lock_timeout {
+        config.table_lock_timeout =
+            TABLE_LOCK_TIMEOUT.accept(timeout.0, flag("--table-lock-timeout"))?;
+    }
+    if let Some(budget) = args.table_lock_retry_for {
+        config.table_lock_retry_for =
+            TABLE_LOCK_RETRY_FOR.accept(budget, flag("--table-lock-retry-for"))?;
     }
     if let Some(table) = &args.history_table {
         config.history_table = HISTORY_TABLE.accept(table.clone(), flag("--history-table"))?;

@@ -56,7 +56,8 @@ fn a_bounded_wait_that_runs_out_says_what_was_waited_and_not_to_wait() {
     );
     run.error("MIGRATION_LOCK_HELD")
         .stderr_has("dirthara migrate other-host:7")
-        .stderr_has("after waiting 1s (--lock-wait)")
+        .stderr_has("after waiting 1")
+        .stderr_has("(--lock-wait)")
         .stderr_has("`dirthara unlock`")
         .stderr_has("`dirthara unlock --force`")
         .stderr_has("--lock-wait forever")

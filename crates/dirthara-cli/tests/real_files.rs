@@ -333,14 +333,14 @@ async fn init_sql_runs_on_every_session_on_postgres() {
     m.add(
         1,
         "capture",
-        "CREATE TABLE seen AS SELECT current_setting('lock_timeout') AS lock_timeout;",
+        "CREATE TABLE seen AS SELECT current_setting('statement_timeout') AS statement_timeout;",
         None,
     );
-    m.add(2, "reset_it", "SET lock_timeout = '1min';", None);
+    m.add(2, "reset_it", "SET statement_timeout = '1min';", None);
     m.add(
         3,
         "capture_again",
-        "INSERT INTO seen SELECT current_setting('lock_timeout');",
+        "INSERT INTO seen SELECT current_setting('statement_timeout');",
         None,
     );
     let preview = run(
@@ -350,23 +350,23 @@ async fn init_sql_runs_on_every_session_on_postgres() {
             "preview",
             "migrate",
             "--init-sql",
-            "SET lock_timeout = '5s'",
+            "SET statement_timeout = '5s'",
         ],
     );
     assert!(
-        preview.ok().stdout.contains("SET lock_timeout = '5s'"),
+        preview.ok().stdout.contains("SET statement_timeout = '5s'"),
         "preview shows init_sql: {}",
         preview.stdout
     );
     run(
         &db,
         &m,
-        &["migrate", "--init-sql", "SET lock_timeout = '5s'"],
+        &["migrate", "--init-sql", "SET statement_timeout = '5s'"],
     )
     .ok();
     // Also after the reset that follows migration 2.
     assert_eq!(
-        db.strings("SELECT lock_timeout FROM seen").await,
+        db.strings("SELECT statement_timeout FROM seen").await,
         ["5s", "5s"]
     );
 }

@@ -71,8 +71,17 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
             Some(Layout::Flyway) => ".in_layout(::dirthara::Layout::Flyway)",
             _ => "",
         };
+        // A step's `-- dirthara:table-lock-timeout`, checked by the runner's own parser at load.
+        let down_timeout = m
+            .down
+            .as_ref()
+            .and_then(|d| d.table_lock_timeout.as_deref());
+        let timeouts = match (m.table_lock_timeout.as_deref(), down_timeout) {
+            (None, None) => String::new(),
+            (up, down) => format!(".with_table_lock_timeouts({up:?}, {down:?})"),
+        };
         code.push_str(&format!(
-            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout},\n",
+            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout}{timeouts},\n",
             m.version,
             m.name,
             m.up(),

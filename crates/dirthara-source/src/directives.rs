@@ -1,5 +1,5 @@
-//! Header directives: `-- dirthara:no-transaction` and `-- dirthara:connection <name>` in the
-//! leading comment lines of a SQL step.
+//! Header directives: `-- dirthara:no-transaction`, `-- dirthara:connection <name>` and
+//! `-- dirthara:table-lock-timeout <duration>|off` in the leading comment lines of a SQL step.
 
 /// The prefix of every header directive, e.g. `-- dirthara:no-transaction`.
 const DIRECTIVE_PREFIX: &str = "dirthara:";
@@ -8,6 +8,9 @@ const DIRECTIVE_PREFIX: &str = "dirthara:";
 pub struct Header {
     pub no_transaction: bool,
     pub connection: Option<String>,
+    /// `-- dirthara:table-lock-timeout 5s|off`, as written: the runner reads it with the one
+    /// parser of `table_lock_timeout`.
+    pub table_lock_timeout: Option<String>,
 }
 
 /// Reads the `-- dirthara:...` directives from the leading comment lines of a file.
@@ -28,6 +31,15 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
         let mut words = directive.split_whitespace();
         match (words.next(), words.next(), words.next()) {
             (Some("no-transaction"), None, _) => header.no_transaction = true,
+            (Some("table-lock-timeout"), Some(value), None) => {
+                if header
+                    .table_lock_timeout
+                    .replace(value.to_string())
+                    .is_some()
+                {
+                    return Err("declares `-- dirthara:table-lock-timeout` twice".into());
+                }
+            }
             (Some("connection"), Some(name), None) => {
                 if !valid_connection_name(name) {
                     return Err(format!(
@@ -41,7 +53,8 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
             _ => {
                 return Err(format!(
                     "unknown directive `-- {DIRECTIVE_PREFIX}{}`; the known ones are \
-                     `-- dirthara:no-transaction` and `-- dirthara:connection <name>`",
+                     `-- dirthara:no-transaction`, `-- dirthara:connection <name>` and \
+                     `-- dirthara:table-lock-timeout <duration>|off`",
                     directive.trim()
                 ))
             }
@@ -71,7 +84,8 @@ mod tests {
             h,
             Header {
                 no_transaction: true,
-                connection: Some("analytics".into())
+                connection: Some("analytics".into()),
+                table_lock_timeout: None,
             }
         );
         assert_eq!(parse_directives("SELECT 1;").unwrap(), Header::default());

@@ -123,6 +123,8 @@ pub struct Migration {
     pub origin: String,
     /// Where the up step's text is in its file.
     pub up_source: StepSource,
+    /// The up step's `-- dirthara:table-lock-timeout` directive, as written (`5s`, `off`).
+    pub table_lock_timeout: Option<String>,
     pub format: StepFormat,
     /// The up step controls its own transaction (a top-level `BEGIN`, `COMMIT`, ... found by
     /// the SQL tokenizer), described as e.g. `` `COMMIT` at line 3 of the up step``: it runs
@@ -162,6 +164,8 @@ pub struct DownStep {
     pub is_blank: bool,
     /// Where its text is in its file (the up step's file for a sectioned file).
     pub source: StepSource,
+    /// Its `-- dirthara:table-lock-timeout` directive, as written.
+    pub table_lock_timeout: Option<String>,
 }
 
 impl DownStep {
@@ -173,6 +177,7 @@ impl DownStep {
             own_transaction: None,
             is_blank: false,
             source: StepSource::default(),
+            table_lock_timeout: None,
         }
     }
 }
@@ -199,6 +204,7 @@ impl Migration {
             version,
             origin: format!("{version}_{name}"),
             up_source: StepSource::whole(format!("{version}_{name}")),
+            table_lock_timeout: None,
             name,
             checksum: LazyChecksum::default(),
             up,
@@ -239,6 +245,7 @@ impl Migration {
             connection: connection.to_string(),
             origin: origin.to_string(),
             up_source: StepSource::whole(origin),
+            table_lock_timeout: None,
             format,
             own_transaction: None,
             layout: None,
@@ -294,6 +301,25 @@ impl Migration {
             (Direction::Down, Some(down)) if !down.source.file.is_empty() => &down.source,
             _ => &self.up_source,
         }
+    }
+
+    /// The `direction` step's `-- dirthara:table-lock-timeout` directive, as written.
+    pub fn table_lock_timeout_in(&self, direction: Direction) -> Option<&str> {
+        match direction {
+            Direction::Up => self.table_lock_timeout.as_deref(),
+            Direction::Down => self.down.as_ref()?.table_lock_timeout.as_deref(),
+        }
+    }
+
+    /// Sets the up step's `-- dirthara:table-lock-timeout` (what `embed_migrations!` read at
+    /// compile time); `down` the down step's.
+    #[doc(hidden)]
+    pub fn with_table_lock_timeouts(mut self, up: Option<&str>, down: Option<&str>) -> Self {
+        self.table_lock_timeout = up.map(str::to_string);
+        if let Some(step) = &mut self.down {
+            step.table_lock_timeout = down.map(str::to_string);
+        }
+        self
     }
 
     /// How the `direction` step controls its own transaction, if it does.

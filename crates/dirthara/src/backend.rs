@@ -135,6 +135,16 @@ impl BackendKind {
         )
     }
 
+    /// Whether it has table locks that queue the application, and transactional DDL: what
+    /// `preview` says of giving way, without connecting to each database a step runs on.
+    pub(crate) fn table_locks_and_transactional_ddl(self) -> (bool, bool) {
+        match self {
+            BackendKind::Postgres => (true, true),
+            BackendKind::Mysql => (true, false),
+            _ => (false, true),
+        }
+    }
+
     /// What a database of this kind offers for locking, before connecting to it: a session
     /// lock on PostgreSQL and MySQL; on MongoDB the lease is the native lock. The server may
     /// turn out to offer less (CockroachDB behind a `postgres://` URL): see
@@ -166,6 +176,10 @@ pub(crate) struct Capabilities {
     /// transaction with its record: a step's completion is then best written together with
     /// the next step's `running` marker, in one transaction (MySQL/MariaDB).
     pub folds_records: bool,
+    /// A statement waiting for a table (or metadata) lock queues the application's queries
+    /// behind it, so a step's statements give way after `table_lock_timeout` (PostgreSQL,
+    /// MySQL/MariaDB; not SQLite, whose writers wait on the whole file, nor MongoDB).
+    pub table_locks: bool,
 }
 
 /// A connection to one named database, as the engine uses it. The history table (and the
@@ -232,6 +246,13 @@ pub(crate) struct Step<'a> {
     /// The step carries the session-lock check ([`LockCheck::InStep`](crate::lock::LockCheck)):
     /// it fails, rolled back, unless this session still holds the lock. Only with `record`.
     pub checks_lock: bool,
+    /// The longest a statement of the step may wait for a table (or metadata) lock before it
+    /// gives way, failing with [`DatabaseError::lock_not_available`]; `None`: as long as it
+    /// takes (and, for a backend without table locks, always).
+    pub lock_timeout: Option<std::time::Duration>,
+    /// For a step sent statement by statement: the statement to start at (0-based). The
+    /// ones before it ran and committed in an earlier attempt that gave way at this one.
+    pub resume_at: usize,
 }
 
 /// What a step runs: text in the database's language, or a Rust migration's code.
@@ -251,6 +272,9 @@ pub(crate) struct StepFailure {
     /// and undid itself, or its transaction was rolled back whole. No `running` marker needs
     /// to stay behind. False whenever that is not known (a lost connection).
     pub nothing_changed: bool,
+    /// For a step sent statement by statement: the statement that failed (0-based, in the
+    /// whole step), where an attempt that gave way would resume.
+    pub statement: Option<usize>,
 }
 
 impl StepFailure {
@@ -259,14 +283,15 @@ impl StepFailure {
         StepFailure {
             error: Box::new(error),
             nothing_changed: false,
+            statement: None,
         }
     }
 
     /// Refused before anything ran.
     pub(crate) fn refused(message: impl Into<String>) -> Self {
         StepFailure {
-            error: Box::new(DatabaseError::from_message(message)),
             nothing_changed: true,
+            ..StepFailure::new(DatabaseError::from_message(message))
         }
     }
 }

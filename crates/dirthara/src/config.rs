@@ -22,7 +22,8 @@ pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
 pub(crate) use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING,
-    LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT,
+    LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT, TABLE_LOCK_RETRY_FOR,
+    TABLE_LOCK_TIMEOUT,
 };
 
 use crate::error::{Error, Result};
@@ -58,6 +59,14 @@ pub struct Config {
     pub strict: bool,
     /// How long to keep retrying a database that is not reachable yet.
     pub connect_timeout: Duration,
+    /// The longest one statement of a migration waits for a table (PostgreSQL) or metadata
+    /// (MySQL/MariaDB) lock before it gives way to the application's queries, which queue
+    /// behind it meanwhile; `None`: as long as it takes. A step's own
+    /// `-- dirthara:table-lock-timeout` directive overrides it.
+    pub table_lock_timeout: Option<Duration>,
+    /// How long to keep retrying a step that gave way, with jittered backoff; zero makes one
+    /// attempt.
+    pub table_lock_retry_for: Duration,
     /// SQL run on every session dirthara opens on a connection, by connection name, before
     /// the lock is taken and again whenever a session is reset between migrations.
     pub init_sql: BTreeMap<String, String>,
@@ -76,6 +85,8 @@ impl Default for Config {
             connections: BTreeMap::new(),
             strict: false,
             connect_timeout: Duration::from_secs(30),
+            table_lock_timeout: Some(Duration::from_secs(2)),
+            table_lock_retry_for: Duration::from_secs(10 * 60),
             init_sql: BTreeMap::new(),
         }
     }
@@ -132,6 +143,14 @@ impl Config {
             LOCK_WAIT.accept(wait, Origin::Named("`lock_wait`"))?;
         }
         CONNECT_TIMEOUT.accept(self.connect_timeout, Origin::Named("`connect_timeout`"))?;
+        TABLE_LOCK_TIMEOUT.accept(
+            self.table_lock_timeout,
+            Origin::Named("`table_lock_timeout`"),
+        )?;
+        TABLE_LOCK_RETRY_FOR.accept(
+            self.table_lock_retry_for,
+            Origin::Named("`table_lock_retry_for`"),
+        )?;
         self.connection_url(&self.history_connection)?;
         for (name, sql) in &self.init_sql {
             if sql.trim().is_empty() {

@@ -330,6 +330,7 @@ impl Connections {
     }
 }
 
+mod attempts;
 mod commands;
 mod inspect;
 mod load;

@@ -84,6 +84,28 @@ pub enum ErrorKind {
         /// still leave part of itself behind, and be `left_dirty`.
         transactional: bool,
     },
+    /// A migration's statement could not get its table (or metadata) lock within
+    /// `table_lock_timeout`, attempt after attempt, until `table_lock_retry_for` ran out.
+    TableLockTimeout {
+        /// The migration's version.
+        version: i64,
+        /// The migration's name.
+        name: String,
+        /// Whether its up or its down step could not run.
+        direction: Direction,
+        /// The named connection the step ran on.
+        connection: String,
+        /// What the database said to the last attempt: the file and line of the statement
+        /// that waited, the table it waited for and who held it, where the database said.
+        error: DatabaseError,
+        /// How many attempts were made.
+        attempts: u32,
+        /// How long the attempts and the pauses between them took.
+        spent: Duration,
+        /// True when statements before the one that waited had committed (MySQL runs DDL
+        /// one statement at a time): the history marks the migration as running.
+        left_dirty: bool,
+    },
     /// A previous run failed or died inside a migration step that a rollback could not undo.
     Dirty {
         /// The version the history marks as `running`.
@@ -248,6 +270,7 @@ impl Error {
             ErrorKind::Interrupted { .. } => Code::Interrupted,
             ErrorKind::OutOfOrder { .. } => Code::OutOfOrder,
             ErrorKind::MigrationFailed { .. } => Code::MigrationFailed,
+            ErrorKind::TableLockTimeout { .. } => Code::TableLockTimeout,
             ErrorKind::Dirty { .. } => Code::DirtyMigration,
             ErrorKind::ChecksumMismatch { .. } => Code::ChecksumMismatch,
             ErrorKind::MissingMigration { .. } => Code::MissingMigration,
@@ -391,7 +414,8 @@ impl std::error::Error for Error {
     /// the message, which is what the CLI prints.
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &*self.kind {
-            ErrorKind::MigrationFailed { error, .. } => Some(error),
+            ErrorKind::MigrationFailed { error, .. }
+            | ErrorKind::TableLockTimeout { error, .. } => Some(error),
             _ => {
                 let cause = self.rest.cause.as_ref()?;
                 Some(&*cause.0 as &(dyn std::error::Error + 'static))
@@ -448,7 +472,7 @@ impl serde::Serialize for Error {
 mod hints;
 mod message;
 
-use hints::{human, reversal};
+use hints::reversal;
 
 /// `std::result::Result` with dirthara's [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -92,6 +92,84 @@ impl fmt::Display for LockHolder {
     }
 }
 
+/// A session that holds a lock a migration's statement waits for, as the database reports it
+/// (PostgreSQL `pg_blocking_pids` and `pg_stat_activity`; MySQL/MariaDB the metadata-lock
+/// holder, or — where the server does not expose metadata locks — the oldest open
+/// transaction in the database, flagged as likely).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[non_exhaustive]
+pub struct Blocker {
+    /// The session's id (PostgreSQL backend pid, MySQL connection id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<i64>,
+    /// Its `application_name` (PostgreSQL) or user (MySQL).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub application: Option<String>,
+    /// Where it connected from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_address: Option<String>,
+    /// What it is doing: `idle in transaction`, `active`, `Sleep`, `Query`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// How long its transaction has been open (`transaction_age_ms` in JSON).
+    #[serde(
+        rename = "transaction_age_ms",
+        serialize_with = "serialize_opt_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub transaction_age: Option<Duration>,
+    /// The start of its current (or last) statement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The database could not say which session holds the lock; this is the session most
+    /// likely to (MySQL without `performance_schema`: the oldest open transaction).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub likely: bool,
+}
+
+fn serialize_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_millis().try_into().unwrap_or(u64::MAX)),
+        None => s.serialize_none(),
+    }
+}
+
+impl fmt::Display for Blocker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.session_id {
+            Some(id) => write!(f, "session {id}")?,
+            None => f.write_str("a session")?,
+        }
+        let mut facts = Vec::new();
+        if let Some(application) = self.application.as_deref().filter(|a| !a.is_empty()) {
+            facts.push(format!("`{application}`"));
+        }
+        if let Some(address) = &self.client_address {
+            facts.push(format!("from {address}"));
+        }
+        if let Some(state) = &self.state {
+            facts.push(state.clone());
+        }
+        if let Some(age) = self.transaction_age {
+            facts.push(format!("transaction open for {}s", age.as_secs()));
+        }
+        if !facts.is_empty() {
+            write!(f, " ({})", facts.join(", "))?;
+        }
+        if let Some(query) = &self.query {
+            let query = query.split_whitespace().collect::<Vec<_>>().join(" ");
+            write!(f, ": `{}`", crate::text::cut_at_char_boundary(&query, 120))?;
+        }
+        if self.likely {
+            f.write_str(
+                " — most likely: the server does not report who holds metadata locks, and this \
+                 is the oldest open transaction here",
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// Something that happened during a command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
@@ -175,6 +253,31 @@ pub enum Event {
         direction: Direction,
         /// The named connection the step runs on.
         connection: String,
+    },
+    /// A statement of a migration's step gave way to the application: it waited
+    /// `table_lock_timeout` for a table (or metadata) lock and was undone; the step is tried
+    /// again after `retry_in`.
+    TableLockTimeout {
+        /// The migration's version.
+        version: i64,
+        /// The migration's name.
+        name: String,
+        /// Whether its up or its down step waited.
+        direction: Direction,
+        /// The attempt that gave way (1 for the first).
+        attempt: u32,
+        /// The table it waited for, where the database said.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        table: Option<String>,
+        /// Who held the lock, where the database could tell.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        blocker: Option<Blocker>,
+        /// The pause before the next attempt (`retry_in_ms` in JSON).
+        #[serde(rename = "retry_in_ms", serialize_with = "serialize_ms")]
+        retry_in: Duration,
+        /// What is left of `table_lock_retry_for` (`budget_left_ms` in JSON).
+        #[serde(rename = "budget_left_ms", serialize_with = "serialize_ms")]
+        budget_left: Duration,
     },
     /// A migration's step succeeded.
     MigrationFinished {
@@ -305,6 +408,22 @@ fn trace_event(event: &Event) {
             %direction,
             duration_ms = duration.as_millis() as u64,
             "migration finished"
+        ),
+        Event::TableLockTimeout {
+            version,
+            attempt,
+            table,
+            blocker,
+            retry_in,
+            ..
+        } => warn!(
+            target: "dirthara",
+            version,
+            attempt,
+            table = table.as_deref().unwrap_or(""),
+            blocker = %blocker.as_ref().map(ToString::to_string).unwrap_or_default(),
+            retry_in_ms = retry_in.as_millis() as u64,
+            "a statement gave way to the application's table lock; retrying"
         ),
         Event::Warning(warning) => {
             warn!(target: "dirthara", code = %warning.code, "{}", warning.message)

@@ -14,6 +14,7 @@ use crate::migration::{Direction, DownSteps, Migration};
 
 mod adoption;
 mod records;
+pub(crate) mod retry;
 pub use adoption::{plan_adoption, AdoptionPlan, ForeignFailure, ForeignHistory, Through};
 pub use records::Resolution;
 pub(crate) use records::{plan_baseline, plan_resolution, recorded_without_running, Recording};

@@ -164,8 +164,30 @@ pub struct PreviewStep {
     /// An up step for a migration older than the newest applied one (warned as
     /// `OUT_OF_ORDER`, refused with `strict`).
     pub out_of_order: bool,
+    /// The longest one of its statements waits for a table lock before giving way to the
+    /// application (`table_lock_timeout_ms` in JSON); `None`: as long as it takes.
+    #[serde(
+        rename = "table_lock_timeout_ms",
+        serialize_with = "serialize_opt_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub table_lock_timeout: Option<std::time::Duration>,
+    /// How an attempt that gave way is tried again (`whole step`, `from the statement that
+    /// gave way`), for how long at most (`table_lock_retry_for`); or why it never is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried: Option<String>,
     /// The exact text that would run.
     pub sql: String,
+}
+
+fn serialize_opt_ms<S: serde::Serializer>(
+    d: &Option<std::time::Duration>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_millis().try_into().unwrap_or(u64::MAX)),
+        None => s.serialize_none(),
+    }
 }
 
 /// Said with every preview, in every output format.

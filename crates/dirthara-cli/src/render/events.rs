@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use dirthara::{Direction, Event, EventSink};
+use dirthara::{format_duration, Direction, Event, EventSink};
 
 use super::progress::Progress;
 use super::{stderr_line, stdout_line, warning_line, Renderer};
@@ -27,13 +27,16 @@ impl Renderer {
                 stdout_line(&line);
             }
             // Warnings also reach stderr, where people and CI logs look for them.
-            if let Event::Warning(w) = event {
-                stderr_line(&warning_line(w));
+            match event {
+                Event::Warning(w) => stderr_line(&warning_line(w)),
+                Event::TableLockTimeout { .. } => stderr_line(&table_lock_line(event)),
+                _ => {}
             }
             return;
         }
         match event {
             Event::Warning(w) => stderr_line(&warning_line(w)),
+            Event::TableLockTimeout { .. } => stderr_line(&table_lock_line(event)),
             // Like a warning, never silenced: `-q` must not hide that nothing protects the run.
             Event::Unlocked { connection } => stderr_line(&format!(
                 "notice: running WITHOUT the migration lock on `{connection}` (locking is off); \
@@ -58,8 +61,8 @@ impl Renderer {
                     .map(|h| h.to_string())
                     .unwrap_or_else(|| "another session".to_string());
                 stderr_line(&format!(
-                    "waiting for lock `{lock}` on `{connection}`, held by {holder} (waited {:.0}s)",
-                    waited.as_secs_f64()
+                    "waiting for lock `{lock}` on `{connection}`, held by {holder} (waited {})",
+                    format_duration(*waited)
                 ))
             }
             // Worth a line only when we had to wait (or the user asked for detail).
@@ -68,8 +71,8 @@ impl Renderer {
                 connection,
                 waited,
             } if self.verbose > 0 || waited.as_millis() >= 100 => stderr_line(&format!(
-                "acquired lock `{lock}` on `{connection}` after {:.1}s",
-                waited.as_secs_f64()
+                "acquired lock `{lock}` on `{connection}` after {}",
+                format_duration(*waited)
             )),
             Event::LockReleased { lock, connection } if self.verbose > 0 => {
                 stderr_line(&format!("released lock `{lock}` on `{connection}`"))
@@ -101,7 +104,7 @@ impl Renderer {
                 };
                 stdout_line(&format!(
                     "{verb} {version} {name} ({})",
-                    format_duration(duration.as_millis() as u64)
+                    format_duration(*duration)
                 ))
             }
             Event::Dropped {
@@ -121,10 +124,32 @@ impl Renderer {
     }
 }
 
-fn format_duration(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else {
-        format!("{:.2} s", ms as f64 / 1000.0)
-    }
+/// `warning [TABLE_LOCK_TIMEOUT]: ...`: one line per attempt that gave way.
+fn table_lock_line(event: &Event) -> String {
+    let Event::TableLockTimeout {
+        version,
+        name,
+        direction,
+        attempt,
+        table,
+        blocker,
+        retry_in,
+        budget_left,
+    } = event
+    else {
+        return String::new();
+    };
+    let table = table
+        .as_deref()
+        .map_or("its table".into(), |t| format!("`{t}`"));
+    let holder = blocker
+        .as_ref()
+        .map_or_else(|| "another session".to_string(), |b| b.to_string());
+    format!(
+        "warning [TABLE_LOCK_TIMEOUT]: attempt {attempt} of {direction} {version} {name} gave way \
+         to the application: {table} is locked by {holder}; trying again in {}, {} of the retry \
+         budget left",
+        format_duration(*retry_in),
+        format_duration(*budget_left)
+    )
 }

@@ -100,6 +100,14 @@ impl Renderer {
             if step.out_of_order {
                 notes.push("OUT OF ORDER".into());
             }
+            match (step.table_lock_timeout, &step.retried) {
+                (Some(timeout), Some(retried)) => notes.push(format!(
+                    "gives way after waiting {} for a table lock; retried {retried}",
+                    dirthara::format_duration(timeout)
+                )),
+                (None, Some(why)) => notes.push(why.clone()),
+                _ => {}
+            }
             stdout_line(&format!(
                 "-- {} {} {} ({})",
                 step.direction,

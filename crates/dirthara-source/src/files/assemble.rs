@@ -102,6 +102,7 @@ fn build(
             .unwrap_or_else(|| DEFAULT_CONNECTION.to_string()),
         origin: up.path.display().to_string(),
         up_source: source_of(&up),
+        table_lock_timeout: up_header.table_lock_timeout.clone(),
         format: up.format,
         name: up.name,
         own_transaction: None,
@@ -122,6 +123,7 @@ fn build(
         migration.down = Some(DownStep {
             transactional: !down_header.no_transaction,
             source: source_of(down),
+            table_lock_timeout: down_header.table_lock_timeout.clone(),
             ..DownStep::new(down_text)
         });
     }
@@ -210,6 +212,7 @@ pub(crate) fn step_header(
             Ok(Header {
                 no_transaction: !commands.transaction,
                 connection: commands.connection,
+                table_lock_timeout: None,
             })
         }
     }

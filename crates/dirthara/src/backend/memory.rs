@@ -41,6 +41,12 @@ pub(crate) struct MemoryDb {
     /// History writes fail from now on (the step `break-history`: the history connection
     /// was lost while a step ran elsewhere).
     pub history_broken: bool,
+    /// Steps wait for table locks that queue the application (PostgreSQL-like).
+    pub table_locks: bool,
+    /// How many more attempts of a `wait-lock` step give way (time out on their table lock).
+    pub blocked_attempts: u32,
+    /// The table-lock timeout each step attempt was run with, in order.
+    pub lock_timeouts: Vec<Option<Duration>>,
     pub lease: crate::lock::lease::memory::MemoryLeaseStore,
 }
 
@@ -92,6 +98,8 @@ fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
             // Another runner force-unlocks and takes the lease.
             "steal-lease" => db.lease.put_owner("thief"),
             "break-history" => db.history_broken = true,
+            // Waited for its table lock and got it (see `blocked_attempts`).
+            "wait-lock" => {}
             other => return Err(format!("unknown memory command `{other}`")),
         }
     }
@@ -167,6 +175,7 @@ impl Backend for MemoryBackend {
             database: "memory",
             transactional_ddl: !db.non_transactional,
             folds_records: db.folds_records,
+            table_locks: db.table_locks,
         })
     }
 
@@ -201,6 +210,27 @@ impl Backend for MemoryBackend {
                 ))
             }
         };
+        // `wait-lock`: the step's statement waits for a table lock another session holds;
+        // while `blocked_attempts` lasts, it gives way after its timeout, undone.
+        let gave_way = self.with(|db| {
+            db.lock_timeouts.push(step.lock_timeout);
+            let waits = text.lines().any(|l| l.trim() == "wait-lock") && db.blocked_attempts > 0;
+            if waits && step.lock_timeout.is_some() {
+                db.blocked_attempts -= 1;
+                db.calls.push("gave way".into());
+            }
+            waits && step.lock_timeout.is_some()
+        });
+        if gave_way {
+            let mut error = DatabaseError::from_message("canceling statement due to lock timeout");
+            error.lock_not_available = true;
+            error.table = Some("users".into());
+            return Err(StepFailure {
+                nothing_changed: true,
+                statement: Some(0),
+                ..StepFailure::new(error)
+            });
+        }
         let Some(change) = step.record else {
             let connection = self.connection.clone();
             return self.with(|db| {

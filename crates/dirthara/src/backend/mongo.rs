@@ -183,6 +183,7 @@ impl Backend for MongoBackend {
             database: "mongodb",
             transactional_ddl: true,
             folds_records: false,
+            table_locks: false,
         }
     }
 

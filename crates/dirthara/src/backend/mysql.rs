@@ -25,7 +25,7 @@ use super::{
     ConnectRequest,
 };
 use crate::error::{DatabaseError, Error, ErrorKind, Result};
-use crate::events::LockHolder;
+use crate::events::{Blocker, LockHolder};
 use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
 use crate::migration::hex;
 use crate::source::sql;
@@ -52,6 +52,9 @@ pub(crate) struct MySqlDriver {
     /// What the server offers for locking, from what it says it is (`VERSION()`,
     /// `@@version_comment`): TiDB and Vitess speak MySQL's protocol, with other named locks.
     lock_support: LockSupport,
+    /// `lock_wait_timeout` as the session opened with it (after `init_sql`), in seconds, and
+    /// as a step last set it: a step without a table-lock timeout gets the first one back.
+    lock_wait_timeout: (i64, i64),
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -71,7 +74,8 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     let row = conn
         .fetch_one(
             "SELECT CAST(DATABASE() AS CHAR), CAST(CONNECTION_ID() AS SIGNED), \
-             CAST(VERSION() AS CHAR), CAST(@@version_comment AS CHAR)",
+             CAST(VERSION() AS CHAR), CAST(@@version_comment AS CHAR), \
+             CAST(@@SESSION.lock_wait_timeout AS SIGNED)",
         )
         .await
         .map_err(connect_failure)?;
@@ -79,6 +83,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     let id: i64 = row.try_get(1).map_err(connect_failure)?;
     let version = text_column(&row, 2).ok().flatten().unwrap_or_default();
     let comment = text_column(&row, 3).ok().flatten().unwrap_or_default();
+    let lock_wait_timeout: i64 = row.try_get(4).map_err(connect_failure)?;
     let Some(database) = database else {
         return Err(ConnectFailure::refused(
             "the URL names no database; add it as the path, e.g. mysql://user@host/app",
@@ -95,6 +100,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         waiting: false,
         granted: false,
         lock_support: servers::mysql_lock_support(&version, &comment),
+        lock_wait_timeout: (lock_wait_timeout, lock_wait_timeout),
     };
     Ok(Box::new(SqlBackend::new(driver, request)))
 }
@@ -180,6 +186,7 @@ impl SqlDriver for MySqlDriver {
             waiting: false,
             granted: false,
             lock_support: self.lock_support,
+            lock_wait_timeout: self.lock_wait_timeout,
         }))
     }
 
@@ -203,6 +210,7 @@ impl SqlDriver for MySqlDriver {
             database: "mysql",
             transactional_ddl: false,
             folds_records: true,
+            table_locks: true,
         }
     }
 
@@ -214,6 +222,84 @@ impl SqlDriver for MySqlDriver {
         self.lock_support
             .has_session_lock()
             .then_some(self as &mut dyn SessionLock)
+    }
+
+    /// `lock_wait_timeout` counts whole seconds: a timeout is rounded up (at least 1 s).
+    /// It has no transaction scope, so a step without a timeout gets the session's own back.
+    fn lock_timeout_sql(&mut self, timeout: Option<Duration>, _local: bool) -> Option<String> {
+        let (opened_with, now) = self.lock_wait_timeout;
+        let wanted = match timeout {
+            Some(timeout) => {
+                let seconds = timeout.as_millis().div_ceil(1000).max(1);
+                i64::try_from(seconds).unwrap_or(i64::MAX)
+            }
+            None => opened_with,
+        };
+        if wanted == now {
+            return None;
+        }
+        self.lock_wait_timeout.1 = wanted;
+        Some(format!("SET SESSION lock_wait_timeout = {wanted}"))
+    }
+
+    fn session_identity(&self) -> String {
+        self.id.to_string()
+    }
+
+    /// The holder of the metadata lock the session `identity` waits for, from
+    /// `performance_schema` where the server keeps it; else (MariaDB's default, and MySQL
+    /// with `performance_schema` off) the session most likely to hold it: the oldest open
+    /// transaction or running query in this database.
+    async fn who_blocks(&mut self, identity: &str) -> Option<(Option<String>, Blocker)> {
+        let waiting: i64 = identity.parse().ok()?;
+        let exact = format!(
+            "SELECT CAST(p.ID AS SIGNED), CAST(p.USER AS CHAR), CAST(p.HOST AS CHAR), \
+             CAST(p.COMMAND AS CHAR), CAST(p.TIME AS SIGNED), CAST(p.INFO AS CHAR), \
+             CAST(CONCAT(w.OBJECT_SCHEMA, '.', w.OBJECT_NAME) AS CHAR) \
+             FROM performance_schema.metadata_locks w \
+             JOIN performance_schema.threads wt ON wt.THREAD_ID = w.OWNER_THREAD_ID \
+             JOIN performance_schema.metadata_locks g ON g.OBJECT_TYPE = w.OBJECT_TYPE \
+               AND g.OBJECT_SCHEMA <=> w.OBJECT_SCHEMA AND g.OBJECT_NAME <=> w.OBJECT_NAME \
+               AND g.LOCK_STATUS = 'GRANTED' AND g.OWNER_THREAD_ID <> w.OWNER_THREAD_ID \
+             JOIN performance_schema.threads gt ON gt.THREAD_ID = g.OWNER_THREAD_ID \
+             JOIN information_schema.PROCESSLIST p ON p.ID = gt.PROCESSLIST_ID \
+             WHERE w.LOCK_STATUS = 'PENDING' AND wt.PROCESSLIST_ID = {waiting} LIMIT 1"
+        );
+        let likely = format!(
+            "SELECT CAST(p.ID AS SIGNED), CAST(p.USER AS CHAR), CAST(p.HOST AS CHAR), \
+             CAST(p.COMMAND AS CHAR), CAST(p.TIME AS SIGNED), CAST(p.INFO AS CHAR), NULL, \
+             CAST(TIMESTAMPDIFF(SECOND, x.trx_started, NOW()) AS SIGNED) \
+             FROM information_schema.PROCESSLIST p \
+             LEFT JOIN information_schema.INNODB_TRX x ON x.trx_mysql_thread_id = p.ID \
+             WHERE p.ID <> {waiting} AND p.ID <> CONNECTION_ID() AND p.DB = DATABASE() \
+               AND (x.trx_id IS NOT NULL OR p.COMMAND = 'Query') \
+             ORDER BY x.trx_started IS NULL, x.trx_started, p.TIME DESC LIMIT 1"
+        );
+        let (row, likely) = match self.conn.fetch_optional(exact.as_str()).await {
+            Ok(Some(row)) => (row, false),
+            _ => (self.conn.fetch_optional(likely.as_str()).await.ok()??, true),
+        };
+        let seconds = |i: usize| {
+            (row.try_get::<Option<i64>, _>(i).ok().flatten())
+                .and_then(|s| u64::try_from(s).ok())
+                .map(Duration::from_secs)
+        };
+        let blocker = Blocker {
+            session_id: row.try_get(0).ok(),
+            application: text_column(&row, 1).ok().flatten(),
+            client_address: text_column(&row, 2).ok().flatten(),
+            state: text_column(&row, 3)
+                .ok()
+                .flatten()
+                .map(|command| match seconds(4) {
+                    Some(time) => format!("{command} for {}s", time.as_secs()),
+                    None => command,
+                }),
+            transaction_age: if likely { seconds(7) } else { None },
+            query: text_column(&row, 5).ok().flatten(),
+            likely,
+        };
+        Some((text_column(&row, 6).ok().flatten(), blocker))
     }
 
     /// A script written for the mysql client (`DELIMITER $$ ... $$`), split as that client

@@ -12,18 +12,20 @@ mod pooler;
 mod session_lock;
 
 use std::str::FromStr;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 
-use super::sql::{text_rows, Dialect, RecordFn, SqlBackend, SqlDriver};
+use super::sql::{text_rows, Atomic, Dialect, RecordFn, SqlBackend, SqlDriver};
 use super::{
     connect_failure, database_error, database_message, servers, session_label, Backend,
     Capabilities, ConnectFailure, ConnectRequest, StepFailure,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::events::Blocker;
 use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
 use crate::source::sql::{split_statements, SqlDialect};
 use pooler::{SessionCheck, Suspect};
@@ -326,16 +328,23 @@ impl SqlDriver for PgDriver {
         &mut self,
         step: &str,
         record: Option<&RecordFn<'_>>,
-        checks_lock: bool,
+        atomic: Atomic,
     ) -> Option<Result<(), StepFailure>> {
         // One round trip: PostgreSQL runs a multi-statement simple query as one implicit
         // transaction, so the session reset, the lock check, the step and its record commit
         // together or not at all. The record measures the step's duration itself (`None`).
         // A newline before `;` ends a trailing `--` comment in the step.
         let mut head = self.take_reset();
-        if record.is_some() && checks_lock {
+        if record.is_some() && atomic.checks_lock {
             head.push_str(&lock_guard(self.lock_key));
             head.push('\n');
+        }
+        // `SET LOCAL`: for this transaction only, so nothing of it outlives the step — not
+        // even through a transaction-pooling proxy — and the step's own `SET lock_timeout`,
+        // which comes after it, wins.
+        if let Some(timeout) = self.lock_timeout_sql(atomic.lock_timeout, true) {
+            head.push_str(&timeout);
+            head.push_str(";\n");
         }
         let sql = match record {
             Some(record) => format!("{head}{step}\n;\n{}", record(None)),
@@ -370,11 +379,58 @@ impl SqlDriver for PgDriver {
         Some(self.schema.as_str()).filter(|s| !s.is_empty())
     }
 
+    fn lock_timeout_sql(&mut self, timeout: Option<Duration>, local: bool) -> Option<String> {
+        // A session-level one is undone by the reset before the next step.
+        let ms = timeout?.as_millis().max(1);
+        let scope = if local { "LOCAL " } else { "" };
+        Some(format!("SET {scope}lock_timeout = '{ms}ms'"))
+    }
+
+    fn session_identity(&self) -> String {
+        self.options
+            .get_application_name()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    async fn who_blocks(&mut self, identity: &str) -> Option<(Option<String>, Blocker)> {
+        // The waiting session is found by its application_name, not its pid: through a
+        // transaction-pooling proxy it is whichever server session runs the step now.
+        let sql = format!(
+            "WITH waiting AS (SELECT pid FROM pg_stat_activity WHERE application_name = {} \
+             AND wait_event_type = 'Lock') \
+             SELECT a.pid::bigint, a.application_name::text, \
+             coalesce(host(a.client_addr), 'local socket')::text, a.state::text, \
+             (extract(epoch FROM now() - a.xact_start) * 1000)::bigint, left(a.query, 300)::text, \
+             (SELECT string_agg(DISTINCT l.relation::regclass::text, ', ') FROM pg_locks l \
+              WHERE l.pid IN (SELECT pid FROM waiting) AND NOT l.granted AND l.locktype = 'relation') \
+             FROM pg_stat_activity a \
+             WHERE a.pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM waiting) \
+             ORDER BY a.xact_start NULLS LAST LIMIT 1",
+            Dialect::Postgres.literal(identity)
+        );
+        let row = self.conn.fetch_optional(sql.as_str()).await.ok()??;
+        let blocker = Blocker {
+            session_id: row.try_get(0).ok(),
+            application: row.try_get::<Option<String>, _>(1).ok().flatten(),
+            client_address: row.try_get::<Option<String>, _>(2).ok().flatten(),
+            state: row.try_get::<Option<String>, _>(3).ok().flatten(),
+            transaction_age: (row.try_get::<Option<i64>, _>(4).ok().flatten())
+                .and_then(|ms| u64::try_from(ms).ok())
+                .map(Duration::from_millis),
+            query: row.try_get::<Option<String>, _>(5).ok().flatten(),
+            likely: false,
+        };
+        let table = row.try_get::<Option<String>, _>(6).ok().flatten();
+        Some((table, blocker))
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             database: "postgres",
             transactional_ddl: true,
             folds_records: false,
+            table_locks: true,
         }
     }
 

@@ -92,8 +92,37 @@ pub(crate) trait SqlDriver: Send {
         &mut self,
         _step: &str,
         _record: Option<&RecordFn<'_>>,
-        _checks_lock: bool,
+        _atomic: Atomic,
     ) -> Option<Result<(), StepFailure>> {
+        None
+    }
+
+    /// The statement that bounds how long what follows it waits for a table (or metadata)
+    /// lock: for the rest of the transaction (`local`) or of the session. `None` where the
+    /// database has no such lock waits to bound (SQLite).
+    ///
+    /// With `None` (no timeout for what follows), the statement that undoes a session-level
+    /// one an earlier step set, if any.
+    fn lock_timeout_sql(
+        &mut self,
+        _timeout: Option<std::time::Duration>,
+        _local: bool,
+    ) -> Option<String> {
+        None
+    }
+
+    /// How another connection finds this one's waiting statement (PostgreSQL: its
+    /// `application_name`; MySQL: its connection id).
+    fn session_identity(&self) -> String {
+        String::new()
+    }
+
+    /// Who blocks the session `identity`, and the table it waits for; asked on a connection
+    /// of its own while that session waits. `None` when nothing can be said.
+    async fn who_blocks(
+        &mut self,
+        _identity: &str,
+    ) -> Option<(Option<String>, crate::events::Blocker)> {
         None
     }
 
@@ -159,6 +188,10 @@ pub(crate) struct SqlBackend<D> {
     /// The history and meta tables, qualified with the schema resolved at connect.
     names: HistoryNames,
     known: Known,
+    /// A connection of our own that asks who blocks a statement while it waits for its table
+    /// lock (afterwards the wait is over and the database can no longer say); opened the
+    /// first time a step has a table-lock timeout.
+    observer: Option<Box<dyn SqlDriver>>,
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
@@ -171,6 +204,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             connection: request.name.clone(),
             names,
             known: Known::default(),
+            observer: None,
         }
     }
 
@@ -238,20 +272,42 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure> {
-        let transactional = step.transactional || step.record.is_some();
-        match step.body {
-            StepBody::Code(code, direction) => {
-                self.run_code(code, direction, transactional, step.record)
-                    .await
-            }
-            StepBody::Text(text) => match step.record {
-                Some(change) => {
-                    self.run_in_transaction(text, Some(change), step.checks_lock)
-                        .await
-                }
-                None => self.run_text(text, transactional).await,
-            },
+        let Some(timeout) = step.lock_timeout else {
+            return self.run_step(step).await;
+        };
+        if self.observer.is_none() {
+            // Without it the step still runs; only the blocker goes unnamed.
+            self.observer = self.driver.open_sibling().await.ok();
         }
+        let mut observer = self.observer.take();
+        let identity = self.driver.session_identity();
+        // Asked once the statement has waited most of its timeout: a step that is merely
+        // slow costs nothing, and a blocked one is still waiting when asked.
+        let delay = timeout
+            .mul_f64(0.7)
+            .max(std::time::Duration::from_millis(20));
+        let mut seen = None;
+        let result = {
+            let running = self.run_step(step);
+            tokio::pin!(running);
+            tokio::select! {
+                result = &mut running => result,
+                found = watch(observer.as_deref_mut(), &identity, delay) => {
+                    seen = found;
+                    running.await
+                }
+            }
+        };
+        self.observer = observer;
+        result.map_err(|mut failure| {
+            if failure.error.lock_not_available {
+                if let Some((table, blocker)) = seen {
+                    failure.error.table = failure.error.table.take().or(table);
+                    failure.error.blocker = Some(blocker);
+                }
+            }
+            failure
+        })
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
@@ -328,8 +384,57 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn close(self: Box<Self>) {
-        Box::new(self.driver).close().await
+        let this = *self;
+        if let Some(observer) = this.observer {
+            observer.close().await;
+        }
+        Box::new(this.driver).close().await
     }
+}
+
+/// After `delay`, asks `observer` who blocks the session `identity`.
+async fn watch(
+    observer: Option<&mut (dyn SqlDriver + 'static)>,
+    identity: &str,
+    delay: std::time::Duration,
+) -> Option<(Option<String>, crate::events::Blocker)> {
+    tokio::time::sleep(delay).await;
+    observer?.who_blocks(identity).await
+}
+
+impl<D: SqlDriver> SqlBackend<D> {
+    /// One step, as `run` was asked.
+    async fn run_step(&mut self, step: Step<'_>) -> Result<(), StepFailure> {
+        let transactional = step.transactional || step.record.is_some();
+        match step.body {
+            StepBody::Code(code, direction) => {
+                self.run_code(code, direction, transactional, step.record)
+                    .await
+            }
+            StepBody::Text(text) => match step.record {
+                Some(change) => {
+                    let atomic = Atomic {
+                        checks_lock: step.checks_lock,
+                        lock_timeout: step.lock_timeout,
+                    };
+                    self.run_in_transaction(text, Some(change), atomic).await
+                }
+                None => {
+                    self.run_text(text, transactional, step.lock_timeout, step.resume_at)
+                        .await
+                }
+            },
+        }
+    }
+}
+
+/// What a step sent whole in one transaction also carries.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Atomic {
+    /// The session-lock check ([`Step::checks_lock`]).
+    pub checks_lock: bool,
+    /// [`Step::lock_timeout`], for the transaction only (`SET LOCAL`).
+    pub lock_timeout: Option<std::time::Duration>,
 }
 
 /// The statement that makes `change`, given the step's measured duration (`None`: the

@@ -226,6 +226,7 @@ impl SqlDriver for SqliteDriver {
             database: "sqlite",
             transactional_ddl: true,
             folds_records: false,
+            table_locks: false,
         }
     }
 

@@ -3,7 +3,7 @@
 
 use super::value::{
     parse_directory_list, Origin, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
-    STRICT,
+    STRICT, TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
 };
 use super::Config;
 use crate::error::Result;
@@ -53,6 +53,12 @@ impl Config {
                 "DIRTHARA_LOCK_TTL" => self.lock_ttl = LOCK_TTL.read(&value, origin)?,
                 "DIRTHARA_CONNECT_TIMEOUT" => {
                     self.connect_timeout = CONNECT_TIMEOUT.read(&value, origin)?
+                }
+                "DIRTHARA_TABLE_LOCK_TIMEOUT" => {
+                    self.table_lock_timeout = TABLE_LOCK_TIMEOUT.read(&value, origin)?
+                }
+                "DIRTHARA_TABLE_LOCK_RETRY_FOR" => {
+                    self.table_lock_retry_for = TABLE_LOCK_RETRY_FOR.read(&value, origin)?
                 }
                 "DIRTHARA_HISTORY_TABLE" => {
                     self.history_table = HISTORY_TABLE.read(&value, origin)?

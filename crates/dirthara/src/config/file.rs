@@ -5,7 +5,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::value::{Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT};
+use super::value::{
+    Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
+    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
+};
 use super::{Config, Layout};
 use crate::error::{Error, Result};
 
@@ -30,6 +33,8 @@ struct ConfigFile {
     connections: Option<BTreeMap<String, String>>,
     strict: Option<bool>,
     connect_timeout: Option<toml::Value>,
+    table_lock_timeout: Option<toml::Value>,
+    table_lock_retry_for: Option<toml::Value>,
     init_sql: Option<BTreeMap<String, String>>,
 }
 
@@ -94,6 +99,12 @@ impl Config {
         }
         if let Some(value) = file.connect_timeout {
             self.connect_timeout = CONNECT_TIMEOUT.read_toml(&value, origin)?;
+        }
+        if let Some(value) = file.table_lock_timeout {
+            self.table_lock_timeout = TABLE_LOCK_TIMEOUT.read_toml(&value, origin)?;
+        }
+        if let Some(value) = file.table_lock_retry_for {
+            self.table_lock_retry_for = TABLE_LOCK_RETRY_FOR.read_toml(&value, origin)?;
         }
         if let Some(table) = file.history_table {
             self.history_table = HISTORY_TABLE.accept(table, HISTORY_TABLE.in_file(origin))?;

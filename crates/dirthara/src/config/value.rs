@@ -212,6 +212,28 @@ pub const CONNECT_TIMEOUT: Setting<Duration> = Setting {
     check: bounded_connect_timeout,
 };
 
+/// `table_lock_timeout`: `off` (`None`: a statement waits for its table lock as long as it
+/// takes), or a duration ([`parse_duration`]) of at least 1 ms and at most [`MAX_WAIT`]. A
+/// zero is refused: PostgreSQL reads `lock_timeout = 0` as "no timeout", which is `off`.
+pub const TABLE_LOCK_TIMEOUT: Setting<Option<Duration>> = Setting {
+    key: "table_lock_timeout",
+    expected: "a duration such as '2s', or 'off'",
+    syntax: |text| match text.trim().to_ascii_lowercase().as_str() {
+        "off" | "none" | "false" => Some(None),
+        other => parse_duration(other).map(Some),
+    },
+    check: bounded_table_lock_timeout,
+};
+
+/// `table_lock_retry_for`: a duration ([`parse_duration`]) of at most [`MAX_WAIT`]; `0`
+/// makes one attempt.
+pub const TABLE_LOCK_RETRY_FOR: Setting<Duration> = Setting {
+    key: "table_lock_retry_for",
+    expected: "a duration such as '10m', or 0 for a single attempt",
+    syntax: parse_duration,
+    check: bounded_retry_for,
+};
+
 /// `history_table`: any text, then refused unless it is a plain identifier, because the
 /// name is spliced into SQL.
 pub const HISTORY_TABLE: Setting<String> = Setting {
@@ -289,6 +311,35 @@ fn bounded_connect_timeout(timeout: &Duration) -> std::result::Result<(), String
         "a connect timeout of {} is longer than the maximum of 30 days; use at most 30d, e.g. \
          5m (the default is 30s)",
         spoken(*timeout)
+    ))
+}
+
+fn bounded_table_lock_timeout(timeout: &Option<Duration>) -> std::result::Result<(), String> {
+    match timeout {
+        Some(timeout) if timeout.is_zero() => Err(
+            "a table-lock timeout of 0 would make every statement wait as long as it takes \
+             (PostgreSQL reads 0 as no timeout); write `off` for that, or a duration such as \
+             2s (the default)"
+                .to_string(),
+        ),
+        Some(timeout) if *timeout > MAX_WAIT => Err(format!(
+            "a table-lock timeout of {} is longer than the maximum of 30 days; it bounds how \
+             long the application's queries may queue behind one statement: use seconds, \
+             e.g. 2s (the default), or `off`",
+            spoken(*timeout)
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn bounded_retry_for(budget: &Duration) -> std::result::Result<(), String> {
+    if *budget <= MAX_WAIT {
+        return Ok(());
+    }
+    Err(format!(
+        "a retry budget of {} is longer than the maximum of 30 days; use at most 30d, e.g. 10m \
+         (the default), or 0 for a single attempt",
+        spoken(*budget)
     ))
 }
 

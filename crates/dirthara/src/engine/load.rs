@@ -86,6 +86,7 @@ impl Migrator {
         use crate::source::sql::{self as tokens, SqlDialect};
         let mut problems = Vec::new();
         for migration in migrations.iter_mut() {
+            problems.extend(check_table_lock_timeouts(migration));
             let kind = kinds.get(migration.connection.as_str()).copied();
             let dialect = match (migration.format, kind) {
                 (StepFormat::Sql, Some(BackendKind::Postgres)) => SqlDialect::Postgres,
@@ -202,6 +203,24 @@ fn check_extended_json(migration: &Migration) -> Vec<crate::error::Problem> {
 #[cfg(not(feature = "mongodb"))]
 fn check_extended_json(_: &Migration) -> Vec<crate::error::Problem> {
     Vec::new()
+}
+
+/// Each step's `-- dirthara:table-lock-timeout` read by the one parser of
+/// `table_lock_timeout`, so `5s`, `off` and every refusal mean what they mean in the file,
+/// the environment and the flags.
+fn check_table_lock_timeouts(migration: &Migration) -> Vec<crate::error::Problem> {
+    [Direction::Up, Direction::Down]
+        .into_iter()
+        .filter_map(|direction| {
+            let text = migration.table_lock_timeout_in(direction)?;
+            let origin = crate::config::Origin::Named("`-- dirthara:table-lock-timeout`");
+            let error = crate::config::TABLE_LOCK_TIMEOUT.read(text, origin).err()?;
+            Some(crate::error::Problem {
+                file: PathBuf::from(&migration.origin),
+                reason: format!("{direction} step: {error}"),
+            })
+        })
+        .collect()
 }
 
 /// Migrations given in code (or embedded) face the rule files face as they are read: no NUL

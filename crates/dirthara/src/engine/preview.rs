@@ -1,10 +1,13 @@
 //! The commands that only look: what a command, or adopting another tool's history, would do
 //! now. No lock is taken and nothing is changed, so the answer may be stale at once.
 
+use super::attempts::giving_of;
+use super::step::Bracket;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::error::Result;
 use crate::migration::{Direction, DownSteps};
+use crate::plan::retry::{Giving, Retried};
 use crate::plan::{self, Command};
 use crate::report::{Preview, PreviewStep};
 
@@ -53,6 +56,28 @@ impl Migrator {
         self.checked(&connections)?;
         let applied = self.read_history_unlocked(&connections, "preview").await?;
         let planned = plan::plan(&available, &applied, command, self.plan_options())?;
+        // How each step would give way to the application's table locks, from what its
+        // connection's kind of database offers.
+        let history = self.config.history_connection.as_str();
+        let giving = |s: &crate::plan::PlannedStep<'_>| {
+            let kind = connections.kind(&s.migration.connection).ok();
+            let facts = kind.map_or((false, true), |k| k.table_locks_and_transactional_ddl());
+            let bracket = if s.reverses_nothing() {
+                Bracket::RecordOnly
+            } else if s.transactional() && s.migration.connection == history && facts.1 {
+                Bracket::Atomic
+            } else {
+                Bracket::Marked
+            };
+            giving_of(
+                self.config.table_lock_timeout,
+                s.migration,
+                s.direction,
+                bracket,
+                s.transactional(),
+                facts,
+            )
+        };
         let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())
             .chain(
                 planned
@@ -87,10 +112,30 @@ impl Migrator {
                         .map(str::to_string),
                     reverses_nothing: s.reverses_nothing(),
                     out_of_order: s.out_of_order,
+                    table_lock_timeout: match giving(s) {
+                        Giving::After { timeout, .. } => Some(timeout),
+                        Giving::Waits { .. } => None,
+                    },
+                    retried: retried(giving(s), self.config.table_lock_retry_for),
                     sql: s.text().to_string(),
                 })
                 .collect(),
             warnings: planned.warnings,
         })
+    }
+}
+
+/// What `preview` says of how a step that gave way is tried again.
+fn retried(giving: Giving, budget: std::time::Duration) -> Option<String> {
+    let for_ = crate::format_duration(budget);
+    match giving {
+        Giving::Waits { why } => why.map(|why| format!("no table-lock timeout: {why}")),
+        Giving::After { retried, .. } => Some(match retried {
+            Retried::Whole => format!("the whole step, for up to {for_}"),
+            Retried::FromStatement => {
+                format!("from the statement that gave way (those before it committed), for up to {for_}")
+            }
+            Retried::Never(why) => format!("never: {why}"),
+        }),
     }
 }

@@ -222,6 +222,15 @@ impl<'m> Session<'m> {
                         .explain_in_step_failure(host, error, migration)
                         .await);
                 }
+                // Stopped between two attempts of this step: it and the rest are undone.
+                Err(error) if error.code() == crate::Code::Interrupted => {
+                    return Err(Error::new(ErrorKind::Interrupted {
+                        remaining: planned.steps[index..]
+                            .iter()
+                            .map(|s| (s.migration.version, s.migration.name.clone()))
+                            .collect(),
+                    }))
+                }
                 Err(error) => return Err(error),
             }
         }

@@ -3,7 +3,8 @@
 //!
 //! A step runs in three parts, so that what happens between them (confirming the lock,
 //! retrying an attempt) is the engine's to decide: [`Session::mark`] prepares the records
-//! that must exist before it runs, [`Session::attempt`] runs it once, and
+//! that must exist before it runs, [`Session::attempt`] runs it once (`engine/attempts.rs`
+//! tries again one that gave way to the application's table locks), and
 //! [`Session::settle`] writes what its outcome means for the history.
 
 use std::time::Instant;
@@ -39,19 +40,30 @@ pub(super) struct Prepared<'p> {
     code: Option<std::sync::Arc<dyn RustMigration>>,
     pub bracket: Bracket,
     /// The step asked for a transaction of its own.
-    transactional: bool,
+    pub transactional: bool,
     /// Runs on the history connection (else on the migration's own connection).
-    on_history: bool,
+    pub on_history: bool,
     /// What the history says once the step is done: its `applied` record, or (down) the
     /// record's removal.
     completion: HistoryChange,
     started: Instant,
 }
 
-/// How one attempt at a step ended.
+/// How a step's attempts ended.
 pub(super) enum Attempt {
     Done,
+    /// It failed on its own (or gave way where it is never retried).
     Failed(StepFailure),
+    /// Every attempt gave way to the application's table locks until the budget ran out.
+    GaveUp {
+        failure: StepFailure,
+        attempts: u32,
+        spent: std::time::Duration,
+    },
+    /// A shutdown signal came between attempts.
+    Stopped(StepFailure),
+    /// The migration lock was gone when confirmed before another attempt.
+    LockLost(StepFailure, Error),
 }
 
 impl<'p> Prepared<'p> {
@@ -72,18 +84,44 @@ impl<'p> Prepared<'p> {
         }
     }
 
-    fn failed(&self, mut failure: StepFailure, left_dirty: bool) -> Error {
-        self.locate(&mut failure);
-        let error = *failure.error;
-        Error::new(ErrorKind::MigrationFailed {
-            version: self.migration.version,
-            name: self.migration.name.clone(),
-            direction: self.direction,
-            connection: self.migration.connection.clone(),
-            error,
-            left_dirty,
-            transactional: self.transactional,
-        })
+    /// The error a step's attempts end with when they did not succeed.
+    fn error(&self, attempt: Attempt, left_dirty: bool) -> Error {
+        let migration = self.migration;
+        let located = |mut failure: StepFailure| {
+            self.locate(&mut failure);
+            *failure.error
+        };
+        match attempt {
+            Attempt::Done => unreachable!("a step that succeeded has no error"),
+            Attempt::Failed(failure) => Error::new(ErrorKind::MigrationFailed {
+                version: migration.version,
+                name: migration.name.clone(),
+                direction: self.direction,
+                connection: migration.connection.clone(),
+                error: located(failure),
+                left_dirty,
+                transactional: self.transactional,
+            }),
+            Attempt::GaveUp {
+                failure,
+                attempts,
+                spent,
+            } => Error::new(ErrorKind::TableLockTimeout {
+                version: migration.version,
+                name: migration.name.clone(),
+                direction: self.direction,
+                connection: migration.connection.clone(),
+                error: located(failure),
+                attempts,
+                spent,
+                left_dirty,
+            }),
+            // The rest of the plan is the caller's to name.
+            Attempt::Stopped(_) => Error::new(ErrorKind::Interrupted {
+                remaining: vec![(migration.version, migration.name.clone())],
+            }),
+            Attempt::LockLost(_, lost) => lost,
+        }
     }
 }
 
@@ -106,7 +144,7 @@ impl Session<'_> {
         });
         let prepared = self.prepare(step, batch)?;
         self.mark(&prepared).await?;
-        let attempt = self.attempt(&prepared, check).await;
+        let attempt = self.attempts(&prepared, check).await;
         let pending = self.settle(&prepared, attempt).await?;
         let report = StepReport {
             version: migration.version,
@@ -212,8 +250,15 @@ impl Session<'_> {
         Ok(())
     }
 
-    /// Runs the step once. `check` says whether it carries the lock check itself.
-    pub(super) async fn attempt(&mut self, prepared: &Prepared<'_>, check: LockCheck) -> Attempt {
+    /// Runs the step once. `check` says whether it carries the lock check itself;
+    /// `lock_timeout` and `resume_at` are the attempt's ([`Step`]).
+    pub(super) async fn attempt(
+        &mut self,
+        prepared: &Prepared<'_>,
+        check: LockCheck,
+        lock_timeout: Option<std::time::Duration>,
+        resume_at: usize,
+    ) -> Attempt {
         let outcome = match prepared.bracket {
             Bracket::RecordOnly => Ok(()),
             Bracket::Atomic => {
@@ -222,6 +267,8 @@ impl Session<'_> {
                     transactional: true,
                     record: Some(&prepared.completion),
                     checks_lock: check == LockCheck::InStep,
+                    lock_timeout,
+                    resume_at: 0,
                 };
                 self.history.run(step).await
             }
@@ -231,6 +278,8 @@ impl Session<'_> {
                     transactional: prepared.transactional,
                     record: None,
                     checks_lock: false,
+                    lock_timeout,
+                    resume_at,
                 };
                 match self.step_connection(prepared).await {
                     Ok(target) => target.run(step).await,
@@ -265,7 +314,7 @@ impl Session<'_> {
             }
             // The record committed with the step, or neither did.
             (Bracket::Atomic, Attempt::Done) => Ok(None),
-            (Bracket::Atomic, Attempt::Failed(failure)) => Err(prepared.failed(failure, false)),
+            (Bracket::Atomic, ended) => Err(prepared.error(ended, false)),
             (Bracket::Marked, Attempt::Done) => {
                 let done = match prepared.direction {
                     Direction::Up => HistoryChange::MarkApplied {
@@ -281,11 +330,16 @@ impl Session<'_> {
                     Ok(None)
                 }
             }
-            (Bracket::Marked, Attempt::Failed(failure)) => {
+            (Bracket::Marked, ended) => {
+                let failure = match &ended {
+                    Attempt::Failed(f) | Attempt::Stopped(f) | Attempt::LockLost(f, _) => f,
+                    Attempt::GaveUp { failure, .. } => failure,
+                    Attempt::Done => unreachable!("matched above"),
+                };
                 // The backend knows what committed: a step rolled back whole, a first
                 // statement that undid itself, a command refused before it ran.
                 if !failure.nothing_changed {
-                    return Err(self.left_dirty(prepared, failure).await);
+                    return Err(self.left_dirty(prepared, ended).await);
                 }
                 // Nothing of the step stayed: take the marker back.
                 let undo = match prepared.direction {
@@ -297,7 +351,7 @@ impl Session<'_> {
                         state: RecordState::Applied,
                     },
                 };
-                let error = prepared.failed(failure, false);
+                let error = prepared.error(ended, false);
                 match self.history.record(&[undo]).await {
                     Ok(()) => Err(error),
                     Err(undo_error) => Err(error.with_secondary(undo_error)),
@@ -309,14 +363,19 @@ impl Session<'_> {
     /// A step that failed after something may have committed: its `running` record stays,
     /// and keeps the error, so the next run (and `status`) can say why it is dirty. If even
     /// that cannot be written (the connection is gone), the record stays without it.
-    async fn left_dirty(&mut self, prepared: &Prepared<'_>, mut failure: StepFailure) -> Error {
-        prepared.locate(&mut failure);
+    async fn left_dirty(&mut self, prepared: &Prepared<'_>, mut ended: Attempt) -> Error {
+        let failure = match &mut ended {
+            Attempt::Failed(f) | Attempt::Stopped(f) | Attempt::LockLost(f, _) => f,
+            Attempt::GaveUp { failure, .. } => failure,
+            Attempt::Done => unreachable!("a step that succeeded is not dirty"),
+        };
+        prepared.locate(failure);
         let why = HistoryChange::RecordFailure {
             version: prepared.migration.version,
             failure: RecordedFailure::of(&failure.error),
         };
         let kept = self.history.record(&[why]).await;
-        let error = prepared.failed(failure, true);
+        let error = prepared.error(ended, true);
         match kept {
             Ok(()) => error,
             Err(not_kept) => error.with_secondary(not_kept),
@@ -324,7 +383,7 @@ impl Session<'_> {
     }
 
     /// The connection the step runs on: the history connection, or its own.
-    async fn step_connection(
+    pub(super) async fn step_connection(
         &mut self,
         prepared: &Prepared<'_>,
     ) -> Result<&mut (dyn crate::backend::Backend + 'static)> {

@@ -50,6 +50,10 @@ pub enum Code {
     HistoryError,
     /// Warning: something in a migration directory looks like a migration but was not loaded.
     SkippedFile,
+    /// `TABLE_LOCK_TIMEOUT`: a statement could not get its table (or metadata) lock within
+    /// `table_lock_timeout`. A warning for each attempt that gave way and is retried; an error
+    /// when `table_lock_retry_for` ran out (nothing applied, nothing recorded).
+    TableLockTimeout,
 }
 
 impl Code {
@@ -73,6 +77,7 @@ impl Code {
             Code::ConnectionError => "CONNECTION_ERROR",
             Code::HistoryError => "HISTORY_ERROR",
             Code::SkippedFile => "SKIPPED_FILE",
+            Code::TableLockTimeout => "TABLE_LOCK_TIMEOUT",
         }
     }
 }

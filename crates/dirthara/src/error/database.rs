@@ -50,6 +50,10 @@ pub struct DatabaseError {
     /// The connection died under the step (server restart, network cut, terminated session).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub connection_lost: bool,
+    /// Who held the lock the statement waited for, asked while it waited (a statement that
+    /// gave up waiting for a table lock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocker: Option<crate::events::Blocker>,
     /// The statement gave up waiting for a lock another session holds, and was undone
     /// (PostgreSQL SQLSTATE `55P03` `lock_not_available`, as after `lock_timeout`;
     /// MySQL/MariaDB error 1205 "Lock wait timeout exceeded", or MySQL's 3572 `NOWAIT`).
@@ -73,7 +77,7 @@ impl PartialEq for DatabaseError {
                 e.context.clone(),
                 e.constraint.clone(),
                 e.table.clone(),
-                (e.file.clone(), e.line, e.column),
+                (e.file.clone(), e.line, e.column, e.blocker.clone()),
                 (e.connection_lost, e.lock_not_available),
             )
         };
@@ -136,6 +140,9 @@ impl fmt::Display for DatabaseError {
         }
         if let Some(context) = &self.context {
             write!(f, "\n  CONTEXT: {context}")?;
+        }
+        if let Some(blocker) = &self.blocker {
+            write!(f, "\n  the lock was held by {blocker}")?;
         }
         match (&self.constraint, &self.table) {
             (Some(constraint), Some(table)) => {

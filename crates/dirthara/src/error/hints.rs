@@ -2,7 +2,6 @@
 //! in its layout's words, and how long a wait was.
 
 use std::path::Path;
-use std::time::Duration;
 
 use dirthara_source::files::{declare_flyway, DirectoryLayout};
 
@@ -100,19 +99,6 @@ fn plain_down(migration: &Migration, origin: &Path, file_name: &str) -> Option<S
     } else {
         format!("Add `{}`", down.display())
     })
-}
-
-/// `500ms`, `30s`, `5m`, `1h 30m`: a wait as a person would say it.
-pub(super) fn human(duration: Duration) -> String {
-    let secs = duration.as_secs();
-    match secs {
-        0 => format!("{}ms", duration.as_millis()),
-        1..=59 => format!("{secs}s"),
-        60..=3599 if secs % 60 == 0 => format!("{}m", secs / 60),
-        60..=3599 => format!("{}m {}s", secs / 60, secs % 60),
-        _ if secs % 3600 == 0 => format!("{}h", secs / 3600),
-        _ => format!("{}h {}m", secs / 3600, (secs % 3600) / 60),
-    }
 }
 
 #[cfg(test)]
@@ -213,15 +199,5 @@ mod tests {
         );
         let declared = irreversible_in("m/V002__after.sql", Layout::Flyway, true);
         assert!(!declared.contains("refinery"), "{declared}");
-    }
-
-    #[test]
-    fn waits_read_as_people_say_them() {
-        assert_eq!(human(Duration::from_millis(250)), "250ms");
-        assert_eq!(human(Duration::from_secs(30)), "30s");
-        assert_eq!(human(Duration::from_secs(300)), "5m");
-        assert_eq!(human(Duration::from_secs(90)), "1m 30s");
-        assert_eq!(human(Duration::from_secs(7200)), "2h");
-        assert_eq!(human(Duration::from_secs(5400)), "1h 30m");
     }
 }

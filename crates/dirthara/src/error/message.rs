@@ -25,7 +25,7 @@ impl fmt::Display for Error {
                          after waiting {} (--lock-wait). See who holds it with `dirthara unlock`; \
                          if that runner is gone, `dirthara unlock --force` clears it (a lease also \
                          lapses by itself); or wait without a limit with --lock-wait forever",
-                        human(waited)
+                        crate::format_duration(waited)
                     ),
                     None => write!(
                         f,
@@ -70,7 +70,7 @@ impl fmt::Display for Error {
                 f,
                 "interrupted while waiting for the lock (after {}); no migration was started and \
                  nothing was changed",
-                human(self.rest.context.waited.unwrap_or_default())
+                crate::format_duration(self.rest.context.waited.unwrap_or_default())
             ),
             ErrorKind::Interrupted { remaining } => {
                 write!(f, "interrupted; every migration that started was finished and recorded")?;
@@ -144,6 +144,45 @@ impl fmt::Display for Error {
                     )?;
                 }
                 Ok(())
+            }
+            ErrorKind::TableLockTimeout {
+                version,
+                name,
+                direction,
+                connection,
+                error,
+                attempts,
+                spent,
+                left_dirty,
+            } => {
+                let table = (error.table.as_deref()).map_or("its table".into(), |t| format!("`{t}`"));
+                write!(
+                    f,
+                    "migration {version} ({name}) could not run {direction} on connection \
+                     `{connection}`: a statement waited for the lock on {table} and gave way to \
+                     the application's queries {attempts} time(s), until the retry budget ran out \
+                     after {}: {error}",
+                    crate::format_duration(*spent)
+                )?;
+                if error.blocker.is_none() {
+                    write!(f, "\nThe database did not say who held the lock.")?;
+                }
+                if *left_dirty {
+                    write!(
+                        f,
+                        "\nStatements before it had committed, so the history marks it as \
+                         running: finish or undo them by hand, then run `dirthara resolve \
+                         {version} --applied` or `--rolled-back`."
+                    )?;
+                } else {
+                    write!(f, "\nNothing was applied and nothing recorded.")?;
+                }
+                write!(
+                    f,
+                    " To get past it: end the session holding the lock (or wait for it to \
+                     finish), raise --table-lock-retry-for (`table_lock_retry_for`), or run at \
+                     a quieter time"
+                )
             }
             ErrorKind::Dirty {
                 version,

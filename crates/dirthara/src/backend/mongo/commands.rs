@@ -102,8 +102,8 @@ pub(super) async fn run(
             // first, the migration changed nothing at all.
             let refused = matches!(*e.kind, MongoErrorKind::Command(_));
             StepFailure {
-                error: Box::new(error.caused_by(e)),
                 nothing_changed: refused && index == 0,
+                ..StepFailure::new(error.caused_by(e))
             }
         })?;
         check_reply(index, &reply)

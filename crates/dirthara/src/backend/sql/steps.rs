@@ -8,8 +8,10 @@
 //! apart from one that committed nothing. Every transaction here begins in `begin_step` and
 //! ends in `end_step`, unless the driver sends the whole transaction as one message.
 
+use std::time::Duration;
+
 use super::script::{self, locate_in_step, Progress};
-use super::{change_sql, Dialect, RecordFn, SqlBackend, SqlDriver};
+use super::{change_sql, Atomic, Dialect, RecordFn, SqlBackend, SqlDriver};
 use crate::backend::{database_error, StepFailure};
 use crate::code::RustMigration;
 use crate::error::DatabaseError;
@@ -31,6 +33,15 @@ impl Dialect {
     }
 }
 
+/// How a step sent statement by statement is sent.
+#[derive(Debug, Clone, Copy)]
+struct Sending {
+    /// How long each statement may wait for a table lock ([`crate::backend::Step::lock_timeout`]).
+    lock_timeout: Option<Duration>,
+    /// The statement to start at ([`crate::backend::Step::resume_at`]).
+    resume_at: usize,
+}
+
 impl<D: SqlDriver> SqlBackend<D> {
     /// The statements of step `text`, as the database's client would send them.
     fn statements<'t>(&self, text: &'t str) -> Vec<Statement<'t>> {
@@ -47,22 +58,35 @@ impl<D: SqlDriver> SqlBackend<D> {
         &mut self,
         text: &str,
         transactional: bool,
+        lock_timeout: Option<Duration>,
+        resume_at: usize,
     ) -> Result<(), StepFailure> {
         let client_script = self.driver.client_statements(text).is_some();
         let statements = self.statements(text);
         let dialect = self.driver.dialect().sql_dialect();
         let rolls_back = self.driver.capabilities().transactional_ddl
             || !(statements.iter()).any(|s| script::commits_implicitly(dialect, s.text));
+        let sending = Sending {
+            lock_timeout,
+            resume_at,
+        };
         match (transactional && rolls_back, client_script) {
             (true, false) if self.driver.capabilities().transactional_ddl => {
-                self.run_in_transaction(text, None, false).await
+                let atomic = Atomic {
+                    checks_lock: false,
+                    lock_timeout,
+                };
+                self.run_in_transaction(text, None, atomic).await
             }
             // One statement that does not commit implicitly is a transaction of its own
             // already: no `BEGIN`/`COMMIT` round trips around it.
             (true, _) if statements.len() <= 1 => {
-                self.run_one_by_one(text, &statements, false).await
+                self.run_one_by_one(text, &statements, false, sending).await
             }
-            (wrapped, _) => self.run_one_by_one(text, &statements, wrapped).await,
+            (wrapped, _) => {
+                self.run_one_by_one(text, &statements, wrapped, sending)
+                    .await
+            }
         }
     }
 
@@ -75,10 +99,22 @@ impl<D: SqlDriver> SqlBackend<D> {
         text: &str,
         statements: &[Statement<'_>],
         wrapped: bool,
+        sending: Sending,
     ) -> Result<(), StepFailure> {
         self.begin_step(wrapped).await?;
+        // For the session: what the step's statements wait for, until the next step sets its
+        // own (or the session is reset before it).
+        if let Some(sql) = self.driver.lock_timeout_sql(sending.lock_timeout, false) {
+            let refused = |error| StepFailure {
+                nothing_changed: true,
+                ..failed(error)
+            };
+            self.driver.execute(&sql).await.map_err(refused)?;
+        }
         let mut progress = Progress::new(self.driver.dialect().sql_dialect(), wrapped);
-        for (index, statement) in statements.iter().enumerate() {
+        // The statements an earlier attempt ran (and committed) are not sent again.
+        let skipped = sending.resume_at.min(statements.len());
+        for (index, statement) in statements.iter().enumerate().skip(skipped) {
             let sent = self.driver.execute(statement.text).await;
             if let Err(error) = &sent {
                 if self.driver.ended_inside_a_statement(error) && index + 1 < statements.len() {
@@ -111,7 +147,9 @@ impl<D: SqlDriver> SqlBackend<D> {
                     locate_in_step(&mut failure.error, text, statement);
                 }
                 failure.nothing_changed = !failure.error.connection_lost
+                    && skipped == 0
                     && progress.nothing_changed_if_fails(statement.text);
+                failure.statement = Some(index);
                 self.driver.clean_up_after_failure().await;
                 return Err(failure);
             }
@@ -125,7 +163,7 @@ impl<D: SqlDriver> SqlBackend<D> {
         &mut self,
         text: &str,
         record: Option<&HistoryChange>,
-        checks_lock: bool,
+        atomic: Atomic,
     ) -> Result<(), StepFailure> {
         let (dialect, names) = (self.driver.dialect(), &self.names);
         let build = |elapsed| {
@@ -137,14 +175,13 @@ impl<D: SqlDriver> SqlBackend<D> {
             )
         };
         let build: Option<&RecordFn<'_>> = record.map(|_| &build as &RecordFn<'_>);
-        if let Some(sent) = self
-            .driver
-            .execute_atomically(text, build, checks_lock)
-            .await
-        {
+        if let Some(sent) = self.driver.execute_atomically(text, build, atomic).await {
             return sent.map_err(|failure| self.rolled_back(failure, text));
         }
         self.begin_step(true).await?;
+        if let Some(sql) = self.driver.lock_timeout_sql(atomic.lock_timeout, true) {
+            self.driver.execute(&sql).await.map_err(failed)?;
+        }
         let started = std::time::Instant::now();
         let mut result = (self.driver.execute(text).await).map_err(|e| self.step_failed(e, text));
         if let (Ok(()), Some(change)) = (&result, record) {

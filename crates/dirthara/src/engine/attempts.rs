@@ -1,0 +1,168 @@
+//! A step's attempts: each statement waits for its table (or metadata) lock at most
+//! `table_lock_timeout`, gives way to the application's queries queued behind it, and the
+//! step is tried again with jittered backoff until `table_lock_retry_for` runs out — when the
+//! database provably undid the attempt. What to retry and when to stop is decided by the pure
+//! rules of `plan/retry.rs`; this loop only runs them.
+//!
+//! Between attempts the migration lock is confirmed again, and a shutdown signal stops the
+//! run with the step not applied.
+
+use std::time::Duration;
+
+// tokio's clock, which a test can pause and advance: the budget and the pauses are times.
+use tokio::time::Instant;
+
+use super::session::Session;
+use super::step::{Attempt, Bracket, Prepared};
+use crate::backoff::Backoff;
+use crate::config::{Origin, TABLE_LOCK_TIMEOUT};
+use crate::events::Event;
+use crate::lock::LockCheck;
+use crate::migration::{Direction, Migration};
+use crate::plan::retry::{self, Giving, Next, Retried, SoFar, StepShape};
+use crate::source::sql::{split_statements, SqlDialect};
+
+/// The first pause after an attempt that gave way, and the longest.
+const FIRST_PAUSE: Duration = Duration::from_millis(500);
+const LONGEST_PAUSE: Duration = Duration::from_secs(15);
+
+impl Session<'_> {
+    /// Runs `prepared` until an attempt does not give way to the application's locks, the
+    /// retry budget runs out, or the run is stopped.
+    pub(super) async fn attempts(&mut self, prepared: &Prepared<'_>, check: LockCheck) -> Attempt {
+        let giving = self.giving(prepared).await;
+        let timeout = match giving {
+            Giving::After { timeout, .. } => Some(timeout),
+            Giving::Waits { .. } => None,
+        };
+        let budget = self.migrator.config.table_lock_retry_for;
+        let started = Instant::now();
+        let mut backoff = Backoff::new(FIRST_PAUSE, LONGEST_PAUSE);
+        let (mut made, mut blocked, mut resume_at) = (0u32, Duration::ZERO, 0usize);
+        loop {
+            made = made.saturating_add(1);
+            let began = Instant::now();
+            let attempt = self.attempt(prepared, check, timeout, resume_at).await;
+            let Attempt::Failed(failure) = attempt else {
+                return attempt;
+            };
+            let (Giving::After { timeout, retried }, true) =
+                (giving, failure.error.lock_not_available)
+            else {
+                return Attempt::Failed(failure);
+            };
+            blocked = blocked.saturating_add(began.elapsed());
+            let undone = match retried {
+                Retried::Whole => failure.nothing_changed,
+                // The statement that gave way was undone; those before it may have committed.
+                Retried::FromStatement => failure.nothing_changed || failure.statement.is_some(),
+                Retried::Never(_) => false,
+            };
+            if !undone {
+                return Attempt::Failed(failure);
+            }
+            let so_far = SoFar {
+                elapsed: started.elapsed(),
+                blocked,
+            };
+            let after = match retry::next(timeout, budget, so_far, backoff.next_pause()) {
+                Next::GiveUp => {
+                    return Attempt::GaveUp {
+                        failure,
+                        attempts: made,
+                        spent: started.elapsed(),
+                    }
+                }
+                Next::Retry { after } => after,
+            };
+            self.migrator.events.emit(Event::TableLockTimeout {
+                version: prepared.migration.version,
+                name: prepared.migration.name.clone(),
+                direction: prepared.direction,
+                attempt: made,
+                table: failure.error.table.clone(),
+                blocker: failure.error.blocker.clone(),
+                retry_in: after,
+                budget_left: budget.saturating_sub(so_far.elapsed),
+            });
+            if !pause(self.migrator.shutdown.clone(), after).await {
+                return Attempt::Stopped(failure);
+            }
+            if let Err(lost) = self.ensure_lock(Some(prepared.migration)).await {
+                return Attempt::LockLost(failure, lost);
+            }
+            // A transaction rolled back whole starts again; else at the statement that gave way.
+            resume_at = match failure.nothing_changed {
+                true => 0,
+                false => failure.statement.unwrap_or(0),
+            };
+        }
+    }
+
+    /// How `prepared` gives way, on the connection it runs on.
+    pub(super) async fn giving(&mut self, prepared: &Prepared<'_>) -> Giving {
+        let Ok(target) = self.step_connection(prepared).await else {
+            return Giving::Waits { why: None };
+        };
+        let capabilities = target.capabilities();
+        giving_of(
+            self.migrator.config.table_lock_timeout,
+            prepared.migration,
+            prepared.direction,
+            prepared.bracket,
+            prepared.transactional,
+            (capabilities.table_locks, capabilities.transactional_ddl),
+        )
+    }
+}
+
+/// How a step gives way: its own `-- dirthara:table-lock-timeout`, else `configured`, on a
+/// database that has table locks and DDL that is transactional (`database`) or not.
+pub(super) fn giving_of(
+    configured: Option<Duration>,
+    migration: &Migration,
+    direction: Direction,
+    bracket: Bracket,
+    transactional: bool,
+    (table_locks, transactional_ddl): (bool, bool),
+) -> Giving {
+    // Checked at load by the same parser, so only a well-formed value reaches here.
+    let directive = (migration.table_lock_timeout_in(direction))
+        .and_then(|text| TABLE_LOCK_TIMEOUT.read(text, Origin::Named("")).ok());
+    let timeout = directive.unwrap_or(configured);
+    let text = migration.step(direction).unwrap_or_default();
+    let dialect = match transactional_ddl {
+        true => SqlDialect::Postgres,
+        false => SqlDialect::MySql,
+    };
+    let shape = StepShape {
+        has_table_locks: table_locks && bracket != Bracket::RecordOnly,
+        in_one_transaction: bracket == Bracket::Atomic || (transactional && transactional_ddl),
+        own_transaction: migration.own_transaction_in(direction).is_some(),
+        commits_each_statement: !transactional_ddl,
+        statements: split_statements(text, dialect).len(),
+        concurrently: text.to_ascii_uppercase().contains("CONCURRENTLY"),
+    };
+    retry::giving(timeout, shape)
+}
+
+/// Waits `after` before the next attempt; `false` when a shutdown signal came first.
+async fn pause(shutdown: Option<tokio::sync::watch::Receiver<bool>>, after: Duration) -> bool {
+    let Some(mut signal) = shutdown else {
+        tokio::time::sleep(after).await;
+        return true;
+    };
+    if *signal.borrow() {
+        return false;
+    }
+    let stopped = async move {
+        // A dropped sender never signals.
+        if signal.wait_for(|stop| *stop).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = tokio::time::sleep(after) => true,
+        () = stopped => false,
+    }
+}
