@@ -146,9 +146,9 @@ fn table_lock_line(event: &Event) -> String {
         .as_ref()
         .map_or_else(|| "another session".to_string(), |b| b.to_string());
     format!(
-        "warning [TABLE_LOCK_TIMEOUT]: attempt {attempt} of {direction} {version} {name} gave way \
-         to the application: {table} is locked by {holder}; trying again in {}, {} of the retry \
-         budget left",
+        "warning [TABLE_LOCK_TIMEOUT]: migration {version} ({name}) {direction}, attempt \
+         {attempt}, gave way to the application: {table} is locked by {holder}; trying again in \
+         {}, {} of the retry budget left",
         format_duration(*retry_in),
         format_duration(*budget_left)
     )
