@@ -207,3 +207,23 @@ async fn rust_migrations_take_the_versions_and_names_files_take() {
         assert!(error.to_string().contains(needle), "{error}");
     }
 }
+
+/// A migration of the Rust format given without its code cannot run: refused at load, before
+/// any migration is applied, not half-way through the run.
+#[tokio::test]
+async fn a_rust_format_migration_given_without_code_is_refused_at_load() {
+    let (_dir, config) = project();
+    let mut codeless = dirthara::Migration::new(9, "codeless", "-- rust");
+    codeless.format = dirthara::StepFormat::Rust;
+    let migrator = Migrator::new(config.clone()).with_migrations([codeless]);
+    let err = migrator.load().unwrap_err();
+    assert_eq!(err.code(), Code::InvalidMigration);
+    assert!(err.to_string().contains("with_rust_migration"), "{err}");
+    let err = migrator.migrate().await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidMigration);
+    let status = Migrator::new(config).status().await.unwrap();
+    assert!(status
+        .migrations
+        .iter()
+        .all(|m| m.state == dirthara::MigrationState::Pending));
+}

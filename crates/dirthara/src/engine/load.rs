@@ -55,6 +55,15 @@ impl Migrator {
             {
                 return Err(Error::invalid(PathBuf::from(&extra.origin), reason));
             }
+            // A Rust migration is its code: without the code registered it cannot run, which
+            // is better said now than half-way through a run.
+            if extra.format == StepFormat::Rust && !self.code.contains_key(&extra.version) {
+                return Err(Error::invalid(
+                    PathBuf::from(&extra.origin),
+                    "is a Rust migration whose code was not registered with this Migrator; \
+                     add it with `Migrator::with_rust_migration`",
+                ));
+            }
             if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
                 return Err(Error::invalid(
                     PathBuf::from(&extra.origin),
