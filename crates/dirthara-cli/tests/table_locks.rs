@@ -124,7 +124,8 @@ async fn a_migration_gives_way_and_is_applied_once_the_blocker_is_gone(server: S
         assert_eq!(blocker["state"], "idle in transaction", "{first}");
     }
     assert!(
-        stderr.contains("warning [TABLE_LOCK_TIMEOUT]: migration 1 (add_c) up, attempt 1, gave way"),
+        stderr
+            .contains("warning [TABLE_LOCK_TIMEOUT]: migration 1 (add_c) up, attempt 1, gave way"),
         "{stderr}"
     );
     assert_eq!(columns(&db).await, ["c", "id"]);
