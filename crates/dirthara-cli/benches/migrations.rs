@@ -14,7 +14,8 @@
 //!   beside the floor of a client process that connects and runs one query, with peak RSS;
 //! - c. 8 CLI processes started at once on one empty database with 200 pending, beside one
 //!   runner alone, on PostgreSQL and MariaDB;
-//! - d. lock hand-over latency (B's `LockAcquired` − A's `LockReleased`), PostgreSQL and MariaDB.
+//! - d. lock hand-over latency (B's `lock_acquired.at` − A's `lock_released.at`, the events'
+//!   own stamps), PostgreSQL and MariaDB.
 //!
 //! Compare rows of one run with each other (ratios), not with figures from another machine.
 //! `DIRTHARA_BENCH_ONLY=pg,handover-mysql` runs only the scenarios named (see `wanted`).
@@ -31,9 +32,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use dirthara::{Config, Event, EventSink, Locking, Migrator, RunReport};
+use dirthara::{Config, EventKind, EventSink, Locking, Migrator, RunReport};
 use sqlx::{Connection, MySqlConnection, PgConnection};
 
 #[path = "migrations/floors.rs"]
@@ -206,7 +207,7 @@ async fn run_library(url: &str, dir: &Path, locking: Locking) -> BenchResult<Lib
     let steps = Arc::new(Mutex::new(Duration::ZERO));
     let sink_steps = Arc::clone(&steps);
     let events = EventSink::new(move |event| {
-        if let Event::MigrationFinished { duration, .. } = event {
+        if let EventKind::MigrationFinished { duration, .. } = &event.kind {
             *sink_steps.lock().unwrap() += *duration;
         }
     });
@@ -908,7 +909,7 @@ async fn bench_contention(
 // ---------------------------------------------------------------------------------------
 
 struct Handover {
-    /// B's `LockAcquired` − A's `LockReleased`, in ms; negative when B's event came first.
+    /// B's `lock_acquired.at` − A's `lock_released.at`, in ms: the events' own stamps.
     latency: f64,
     /// B's whole wait for the lock, as it reports it.
     b_waited: f64,
@@ -916,32 +917,26 @@ struct Handover {
 
 async fn handover_once(url: &str, dir: &Path) -> BenchResult<Handover> {
     let a_acquired = Arc::new(tokio::sync::Notify::new());
-    let a_released = Arc::new(Mutex::new(None::<Instant>));
-    let b_acquired = Arc::new(Mutex::new(None::<(Instant, Duration)>));
+    let a_released = Arc::new(Mutex::new(None::<SystemTime>));
+    let b_acquired = Arc::new(Mutex::new(None::<(SystemTime, Duration)>));
     let b_waiting = Arc::new(AtomicBool::new(false));
 
     let sink_a = {
         let (acquired, released) = (Arc::clone(&a_acquired), Arc::clone(&a_released));
-        EventSink::new(move |event| {
-            let now = Instant::now();
-            match event {
-                Event::LockAcquired { .. } => acquired.notify_one(),
-                Event::LockReleased { .. } => *released.lock().unwrap() = Some(now),
-                _ => {}
-            }
+        EventSink::new(move |event| match event.kind {
+            EventKind::LockAcquired { .. } => acquired.notify_one(),
+            EventKind::LockReleased { .. } => *released.lock().unwrap() = Some(event.at),
+            _ => {}
         })
     };
     let sink_b = {
         let (acquired, waiting) = (Arc::clone(&b_acquired), Arc::clone(&b_waiting));
-        EventSink::new(move |event| {
-            let now = Instant::now();
-            match event {
-                Event::LockWaiting { .. } => waiting.store(true, Ordering::SeqCst),
-                Event::LockAcquired { waited, .. } => {
-                    *acquired.lock().unwrap() = Some((now, *waited));
-                }
-                _ => {}
+        EventSink::new(move |event| match event.kind {
+            EventKind::LockWaiting { .. } => waiting.store(true, Ordering::SeqCst),
+            EventKind::LockAcquired { waited, .. } => {
+                *acquired.lock().unwrap() = Some((event.at, waited));
             }
+            _ => {}
         })
     };
 
@@ -974,15 +969,14 @@ async fn handover_once(url: &str, dir: &Path) -> BenchResult<Handover> {
     let released = a_released
         .lock()
         .unwrap()
-        .ok_or("runner A reported no LockReleased")?;
+        .ok_or("runner A reported no lock_released")?;
     let (acquired, waited) = b_acquired
         .lock()
         .unwrap()
-        .ok_or("runner B reported no LockAcquired")?;
-    let latency = if acquired >= released {
-        ms(acquired - released)
-    } else {
-        -ms(released - acquired)
+        .ok_or("runner B reported no lock_acquired")?;
+    let latency = match acquired.duration_since(released) {
+        Ok(after) => ms(after),
+        Err(before) => -ms(before.duration()),
     };
     Ok(Handover {
         latency,
@@ -1026,7 +1020,7 @@ async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
         label,
         &latencies,
         vec![format!(
-            "B acquired - A released (EventSink instants); A holds with {}; B waited median {} ms",
+            "B lock_acquired.at - A lock_released.at; A holds with {}; B waited median {} ms",
             server.sleep_sql(HOLD_SECONDS),
             fmt_ms(median(&waits))
         )],

@@ -62,11 +62,7 @@ impl Renderer {
     }
 
     fn ndjson_result<T: Serialize>(&self, value: &T) {
-        let mut doc = serde_json::to_value(value).unwrap_or_default();
-        if let Some(map) = doc.as_object_mut() {
-            map.insert("event".into(), "result".into());
-        }
-        stdout_line(&doc.to_string());
+        ndjson_line("result", serde_json::to_value(value).unwrap_or_default());
     }
 
     /// `Error [CODE]: message`, with any secondary failure and what was completed under it.
@@ -83,12 +79,21 @@ impl Renderer {
         // Programs get the same facts as fields: one document, in place of the result.
         match self.format {
             OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
-            OutputFormat::Ndjson => {
-                stdout_line(&serde_json::json!({ "event": "error", "error": error }).to_string())
-            }
+            OutputFormat::Ndjson => ndjson_line("error", serde_json::json!({ "error": error })),
             OutputFormat::Human => {}
         }
     }
+}
+
+/// One `--output ndjson` line that is not an engine event (the `result` or `error` that ends
+/// the stream): `event` names it, and `at` is stamped as the engine stamps its events.
+fn ndjson_line(event: &str, mut doc: serde_json::Value) {
+    if let Some(map) = doc.as_object_mut() {
+        map.insert("event".into(), event.into());
+        let at = dirthara::format_timestamp(std::time::SystemTime::now());
+        map.insert("at".into(), at.into());
+    }
+    stdout_line(&doc.to_string());
 }
 
 /// The lines under a library error: failures while cleaning up, and the steps completed

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
-use crate::history::{AppliedMigration, HistoryChange};
+use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{LockHost, LockSupport, SessionLockSupport};
 use crate::migration::Direction;
 
@@ -31,12 +31,6 @@ pub(crate) mod sql;
 mod sqlite;
 
 mod connect;
-#[cfg(any(
-    feature = "sqlite",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "mongodb"
-))]
 mod history_tables;
 #[cfg(any(
     feature = "sqlite",
@@ -48,6 +42,7 @@ pub(crate) use connect::ConnectFailure;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
+pub(crate) use history_tables::Prepared;
 
 /// The kind of database a URL points at: which driver opens it, and what it can promise
 /// before a connection exists (its lock support, the language of its migrations). Once
@@ -199,6 +194,11 @@ pub(crate) trait Backend: LockHost + Send {
     /// Creates the history (or upgrades an older layout) and returns its records (none when
     /// it was just created). Called under the lock.
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>>;
+
+    /// As [`Backend::prepare_history`]; but when the history's digest is `expected`, says
+    /// so ([`Prepared::AsExpected`]) without reading the records: how `migrate` finds that
+    /// it has nothing to do without shipping the history.
+    async fn prepare_history_expecting(&mut self, expected: &HistoryDigest) -> Result<Prepared>;
 
     /// Runs a step — in a transaction of its own if `step.transactional`, and together with
     /// `step.record` when given, so that both commit or neither does. After a failure the

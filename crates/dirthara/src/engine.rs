@@ -82,11 +82,11 @@ impl Migrator {
     /// # Examples
     ///
     /// ```
-    /// use dirthara::{Event, EventSink};
+    /// use dirthara::{EventKind, EventSink};
     ///
     /// let sink = EventSink::new(|event| {
-    ///     if let Event::MigrationFinished { version, duration, .. } = event {
-    ///         eprintln!("migrated {version} in {duration:?}");
+    ///     if let EventKind::MigrationFinished { version, duration, .. } = &event.kind {
+    ///         eprintln!("{:?}: migrated {version} in {duration:?}", event.at);
     ///     }
     /// });
     /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("sqlite:app.db"))

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
@@ -170,11 +170,33 @@ impl fmt::Display for Blocker {
     }
 }
 
-/// Something that happened during a command.
+/// Something that happened during a command, when it happened, and on which target.
+///
+/// In JSON (`--output ndjson`) the facts of [`EventKind`] sit beside `at` and `target`:
+/// `{"at":"2026-12-01T20:28:27.123456Z","event":"lock_acquired","lock":...}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct Event {
+    /// When it happened (`at` in JSON: RFC 3339, UTC, microseconds).
+    #[serde(serialize_with = "serialize_at")]
+    pub at: SystemTime,
+    /// The fleet target it happened on ([`EventSink::for_target`]); `None` outside a fleet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+fn serialize_at<S: serde::Serializer>(at: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&crate::format::format_timestamp(*at))
+}
+
+/// What happened, with its facts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
-pub enum Event {
+pub enum EventKind {
     /// Still trying to reach a database that is not up yet.
     ConnectionWaiting {
         /// The named connection being opened.
@@ -235,6 +257,10 @@ pub enum Event {
         operation: String,
         /// How many steps the plan has, up and down together.
         steps: usize,
+        /// The history's digest matched the files, so its records were not read: every
+        /// migration is applied, unchanged, and none is missing or dirty.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        by_digest: bool,
     },
     /// `fresh` dropped these tables.
     Dropped {
@@ -304,12 +330,19 @@ fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 
 /// Receives events as they happen. Cheap to clone; called from the task running the command.
 #[derive(Clone)]
-pub struct EventSink(Arc<dyn Fn(&Event) + Send + Sync>);
+pub struct EventSink {
+    receive: Arc<dyn Fn(&Event) + Send + Sync>,
+    /// Written into every event this sink stamps: the fleet target it reports for.
+    target: Option<Arc<str>>,
+}
 
 impl EventSink {
     /// A sink that calls `f` with each event. Keep `f` quick: the command waits for it.
     pub fn new(f: impl Fn(&Event) + Send + Sync + 'static) -> Self {
-        EventSink(Arc::new(f))
+        EventSink {
+            receive: Arc::new(f),
+            target: None,
+        }
     }
 
     /// A sink that drops every event.
@@ -317,9 +350,23 @@ impl EventSink {
         EventSink::new(|_| {})
     }
 
-    /// Passes `event` to the sink's function.
-    pub fn emit(&self, event: Event) {
-        (self.0)(&event);
+    /// The same sink, naming `target` in every event it passes on (a fleet's targets each
+    /// report through one of these).
+    pub fn for_target(&self, target: &str) -> Self {
+        EventSink {
+            receive: Arc::clone(&self.receive),
+            target: Some(Arc::from(target)),
+        }
+    }
+
+    /// Stamps `kind` with the time and this sink's target, and passes it to the sink's
+    /// function.
+    pub fn emit(&self, kind: EventKind) {
+        (self.receive)(&Event {
+            at: SystemTime::now(),
+            target: self.target.as_deref().map(str::to_string),
+            kind,
+        });
     }
 }
 
@@ -343,21 +390,21 @@ impl EventSink {
 #[cfg(feature = "tracing")]
 fn trace_event(event: &Event) {
     use tracing::{info, warn};
-    match event {
-        Event::ConnectionWaiting {
+    match &event.kind {
+        EventKind::ConnectionWaiting {
             connection,
             target,
             reason,
         } => warn!(target: "dirthara", %connection, %target, %reason, "waiting for the database"),
-        Event::Unlocked { connection } => {
+        EventKind::Unlocked { connection } => {
             warn!(target: "dirthara", %connection, "running without the migration lock")
         }
-        Event::LockChosen {
+        EventKind::LockChosen {
             connection,
             strategy,
             reason,
         } => info!(target: "dirthara", %connection, %strategy, "{reason}"),
-        Event::LockWaiting {
+        EventKind::LockWaiting {
             lock,
             connection,
             holder,
@@ -370,24 +417,28 @@ fn trace_event(event: &Event) {
             waited_ms = waited.as_millis() as u64,
             "waiting for the migration lock"
         ),
-        Event::LockAcquired {
+        EventKind::LockAcquired {
             lock,
             connection,
             waited,
         } => {
             info!(target: "dirthara", %lock, %connection, waited_ms = waited.as_millis() as u64, "lock acquired")
         }
-        Event::LockReleased { lock, connection } => {
+        EventKind::LockReleased { lock, connection } => {
             info!(target: "dirthara", %lock, %connection, "lock released")
         }
-        Event::Planned { operation, steps } => {
-            info!(target: "dirthara", %operation, steps, "planned")
+        EventKind::Planned {
+            operation,
+            steps,
+            by_digest,
+        } => {
+            info!(target: "dirthara", %operation, steps, by_digest, "planned")
         }
-        Event::Dropped {
+        EventKind::Dropped {
             connection,
             objects,
         } => info!(target: "dirthara", %connection, dropped = objects.len(), "dropped every table"),
-        Event::MigrationStarted {
+        EventKind::MigrationStarted {
             version,
             name,
             direction,
@@ -395,7 +446,7 @@ fn trace_event(event: &Event) {
         } => {
             info!(target: "dirthara", version, %name, %direction, %connection, "migration started")
         }
-        Event::MigrationFinished {
+        EventKind::MigrationFinished {
             version,
             name,
             direction,
@@ -409,7 +460,7 @@ fn trace_event(event: &Event) {
             duration_ms = duration.as_millis() as u64,
             "migration finished"
         ),
-        Event::TableLockTimeout {
+        EventKind::TableLockTimeout {
             version,
             attempt,
             table,
@@ -425,7 +476,7 @@ fn trace_event(event: &Event) {
             retry_in_ms = retry_in.as_millis() as u64,
             "a statement gave way to the application's table lock; retrying"
         ),
-        Event::Warning(warning) => {
+        EventKind::Warning(warning) => {
             warn!(target: "dirthara", code = %warning.code, "{}", warning.message)
         }
     }

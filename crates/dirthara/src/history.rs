@@ -2,6 +2,9 @@
 
 use serde::Serialize;
 
+mod digest;
+pub(crate) use digest::HistoryDigest;
+
 /// Version of the history's own layout (tables/columns). Bumped whenever the layout
 /// changes: a newer dirthara upgrades an older layout in place under the lock, and an older
 /// dirthara refuses a newer layout rather than misread it.

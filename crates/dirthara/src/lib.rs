@@ -126,8 +126,8 @@ pub use code::{Connection, RustMigration, StepError};
 pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
 pub use engine::Migrator;
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
-pub use events::{Blocker, Event, EventSink, LockHolder, Warning};
-pub use format::format_duration;
+pub use events::{Blocker, Event, EventKind, EventSink, LockHolder, Warning};
+pub use format::{format_duration, format_timestamp};
 pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{
     checksum, Direction, DownStep, Migration, StepFormat, StepSource, DEFAULT_CONNECTION,

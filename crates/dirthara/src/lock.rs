@@ -40,7 +40,7 @@ pub(crate) use wait::Waiting;
 pub use crate::report::LockStrategy;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::{Event, LockHolder};
+use crate::events::{EventKind, LockHolder};
 
 /// The lock's name, the same for every runner of every application.
 pub const LOCK_NAME: &str = "dirthara:migrations";
@@ -85,7 +85,7 @@ pub(crate) async fn acquire(
     let connection = waiting.connection;
     match strategy {
         LockStrategy::Off => {
-            waiting.events.emit(Event::Unlocked {
+            waiting.events.emit(EventKind::Unlocked {
                 connection: connection.to_string(),
             });
             Ok(HeldLock::off(connection))

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use dirthara::{Code, ErrorKind, Event, EventSink, Migrator};
+use dirthara::{Code, ErrorKind, Event, EventKind, EventSink, Migrator};
 
 fn migrator(dir: &std::path::Path) -> (Migrator, Arc<Mutex<Vec<Event>>>) {
     let mut config = dirthara::Config::with_url("sqlite:unused.db");
@@ -25,8 +25,8 @@ fn skipped_look_alikes_become_skipped_file_warnings() {
         .lock()
         .unwrap()
         .iter()
-        .filter_map(|e| match e {
-            Event::Warning(w) => Some(w.clone()),
+        .filter_map(|e| match &e.kind {
+            EventKind::Warning(w) => Some(w.clone()),
             _ => None,
         })
         .collect();

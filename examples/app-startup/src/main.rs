@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use dirthara::{Config, Event, EventSink, Migrator};
+use dirthara::{Config, Event, EventKind, EventSink, Migrator};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
@@ -33,12 +33,12 @@ async fn main() -> ExitCode {
 }
 
 fn log_event(event: &Event) {
-    match event {
-        Event::LockWaiting { holder, .. } => eprintln!(
+    match &event.kind {
+        EventKind::LockWaiting { holder, .. } => eprintln!(
             "waiting for another instance to finish migrating ({})",
             holder.as_ref().map(|h| h.to_string()).unwrap_or_default()
         ),
-        Event::MigrationFinished {
+        EventKind::MigrationFinished {
             version,
             name,
             duration,
@@ -46,7 +46,7 @@ fn log_event(event: &Event) {
         } => {
             eprintln!("migrated {version} {name} in {} ms", duration.as_millis())
         }
-        Event::Warning(warning) => eprintln!("{warning}"),
+        EventKind::Warning(warning) => eprintln!("{warning}"),
         _ => {}
     }
 }

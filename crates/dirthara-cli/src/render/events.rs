@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use dirthara::{format_duration, Direction, Event, EventSink};
+use dirthara::{format_duration, Direction, Event, EventKind, EventSink};
 
 use super::progress::Progress;
 use super::{stderr_line, stdout_line, warning_line, Renderer};
@@ -27,30 +27,30 @@ impl Renderer {
                 stdout_line(&line);
             }
             // Warnings also reach stderr, where people and CI logs look for them.
-            match event {
-                Event::Warning(w) => stderr_line(&warning_line(w)),
-                Event::TableLockTimeout { .. } => stderr_line(&table_lock_line(event)),
+            match &event.kind {
+                EventKind::Warning(w) => stderr_line(&warning_line(w)),
+                EventKind::TableLockTimeout { .. } => stderr_line(&table_lock_line(&event.kind)),
                 _ => {}
             }
             return;
         }
-        match event {
-            Event::Warning(w) => stderr_line(&warning_line(w)),
-            Event::TableLockTimeout { .. } => stderr_line(&table_lock_line(event)),
+        match &event.kind {
+            EventKind::Warning(w) => stderr_line(&warning_line(w)),
+            EventKind::TableLockTimeout { .. } => stderr_line(&table_lock_line(&event.kind)),
             // Like a warning, never silenced: `-q` must not hide that nothing protects the run.
-            Event::Unlocked { connection } => stderr_line(&format!(
+            EventKind::Unlocked { connection } => stderr_line(&format!(
                 "notice: running WITHOUT the migration lock on `{connection}` (locking is off); \
                  nothing stops another runner from migrating at the same time"
             )),
             _ if self.quiet => {}
-            Event::ConnectionWaiting {
+            EventKind::ConnectionWaiting {
                 connection,
                 target,
                 reason,
             } => stderr_line(&format!(
                 "waiting for database `{connection}` at {target} to accept connections ({reason})"
             )),
-            Event::LockWaiting {
+            EventKind::LockWaiting {
                 lock,
                 connection,
                 holder,
@@ -66,7 +66,7 @@ impl Renderer {
                 ))
             }
             // Worth a line only when we had to wait (or the user asked for detail).
-            Event::LockAcquired {
+            EventKind::LockAcquired {
                 lock,
                 connection,
                 waited,
@@ -74,10 +74,16 @@ impl Renderer {
                 "acquired lock `{lock}` on `{connection}` after {}",
                 format_duration(*waited)
             )),
-            Event::LockReleased { lock, connection } if self.verbose > 0 => {
+            EventKind::LockReleased { lock, connection } if self.verbose > 0 => {
                 stderr_line(&format!("released lock `{lock}` on `{connection}`"))
             }
-            Event::MigrationStarted {
+            EventKind::Planned {
+                by_digest: true, ..
+            } if self.verbose > 0 => stderr_line(
+                "nothing to do: the history's digest matches the migrations (every one applied, \
+                 unchanged; its records were not read)",
+            ),
+            EventKind::MigrationStarted {
                 version,
                 name,
                 direction,
@@ -85,7 +91,7 @@ impl Renderer {
             } if self.verbose > 0 => stderr_line(&format!(
                 "running {direction} {version} {name} on `{connection}`..."
             )),
-            Event::MigrationFinished {
+            EventKind::MigrationFinished {
                 version,
                 name,
                 direction,
@@ -107,7 +113,7 @@ impl Renderer {
                     format_duration(*duration)
                 ))
             }
-            Event::Dropped {
+            EventKind::Dropped {
                 connection,
                 objects,
             } if self.format == OutputFormat::Human => stdout_line(&format!(
@@ -125,8 +131,8 @@ impl Renderer {
 }
 
 /// `warning [TABLE_LOCK_TIMEOUT]: ...`: one line per attempt that gave way.
-fn table_lock_line(event: &Event) -> String {
-    let Event::TableLockTimeout {
+fn table_lock_line(event: &EventKind) -> String {
+    let EventKind::TableLockTimeout {
         version,
         name,
         direction,

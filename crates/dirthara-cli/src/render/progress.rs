@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use dirthara::Event;
+use dirthara::{Event, EventKind};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 /// More steps than this get a progress bar on a terminal; fewer read fine as plain lines.
@@ -23,11 +23,11 @@ impl Progress {
             Some(shown) => shown.suspend(print),
             None => print(),
         }
-        match event {
-            Event::Planned { steps, .. } if *steps > PROGRESS_THRESHOLD => {
+        match &event.kind {
+            EventKind::Planned { steps, .. } if *steps > PROGRESS_THRESHOLD => {
                 *bar = Some(new_bar(*steps as u64));
             }
-            Event::MigrationStarted {
+            EventKind::MigrationStarted {
                 version,
                 name,
                 direction,
@@ -37,7 +37,7 @@ impl Progress {
                     shown.set_message(format!("{direction} {version} {name}"));
                 }
             }
-            Event::MigrationFinished { .. } => {
+            EventKind::MigrationFinished { .. } => {
                 if let Some(shown) = bar.as_ref() {
                     shown.inc(1);
                     if shown.position() >= shown.length().unwrap_or(0) {

@@ -212,7 +212,7 @@ impl Renderer {
             }
             OutputFormat::Json => stdout_line(&serde_json::json!({ "created": paths }).to_string()),
             OutputFormat::Ndjson => {
-                stdout_line(&serde_json::json!({ "event": "result", "created": paths }).to_string())
+                super::ndjson_line("result", serde_json::json!({ "created": paths }))
             }
         }
         if !self.quiet {

@@ -93,6 +93,61 @@ fn ndjson_events(run: &Run) -> Vec<serde_json::Value> {
     run.ndjson()
 }
 
+/// `at`: RFC 3339, UTC, microseconds — `2026-12-01T20:28:27.123456Z`.
+fn is_rfc3339_micros(text: &str) -> bool {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| range.into_iter().all(|i| b[i].is_ascii_digit());
+    b.len() == 27
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && b[19] == b'.'
+        && digits(20..26)
+        && b[26] == b'Z'
+}
+
+#[test]
+fn every_ndjson_line_carries_its_instant_in_order_and_failures_too() {
+    let p = Project::new();
+    three(&p);
+    let before = std::time::SystemTime::now();
+    let run = p.sqlite(DB, &["--locking", "lease", "migrate", "--output", "ndjson"]);
+    run.success();
+    let events = ndjson_events(&run);
+    let stamps: Vec<&str> = (events.iter())
+        .map(|e| e["at"].as_str().unwrap_or_else(|| panic!("no `at`: {e}")))
+        .collect();
+    assert!(stamps.iter().all(|at| is_rfc3339_micros(at)), "{stamps:?}");
+    // Fixed width, so text order is time order: never going back.
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
+    let today = dirthara::format_timestamp(before);
+    assert!(stamps[0][..10] >= today[..10], "{stamps:?} vs {today}");
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e["event"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds.contains(&"lock_acquired") && kinds.contains(&"lock_released"),
+        "{kinds:?}"
+    );
+
+    // The error line that ends a failed run is stamped too.
+    p.migration("4_bad.sql", "THIS IS NOT SQL");
+    let failed = p.sqlite(DB, &["--locking", "lease", "migrate", "--output", "ndjson"]);
+    failed.error("MIGRATION_FAILED");
+    let last = failed.ndjson().pop().unwrap();
+    assert_eq!(last["event"], "error", "{last}");
+    assert!(is_rfc3339_micros(last["at"].as_str().unwrap()), "{last}");
+}
+
 #[test]
 fn ndjson_events_carry_durations_in_milliseconds() {
     let p = Project::new();

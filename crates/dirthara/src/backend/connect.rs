@@ -11,7 +11,7 @@ use super::database_message;
 use super::{Backend, BackendKind};
 use crate::backoff::Backoff;
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::{Event, EventSink};
+use crate::events::{EventKind, EventSink};
 use crate::redact::{redact_secrets_of, redact_url};
 
 /// What the engine needs to open a connection.
@@ -121,7 +121,7 @@ impl Connector for UrlConnector {
                 });
             }
             if elapsed >= announced {
-                events.emit(Event::ConnectionWaiting {
+                events.emit(EventKind::ConnectionWaiting {
                     connection: request.name.clone(),
                     target: redact_url(&request.url),
                     reason: redact_secrets_of(&request.url, &failure.message),

@@ -7,12 +7,18 @@
 //!   that is still ours); an older layout is upgraded in place under the lock, and read as
 //!   it is by the commands that take no lock;
 //! - once both are known good on a connection they are not asked about again: only dirthara
-//!   creates or drops them, and only under the lock this session holds.
+//!   creates or drops them, and only under the lock this session holds;
+//! - existence is asked of the catalog, never found out by a statement that fails: a server
+//!   log has no error from dirthara on a first run;
+//! - a `migrate` that expects nothing to do asks for the history's digest, not its records
+//!   (see [`HistoryDigest`]), and reads the records only when the two differ.
 
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::history::{check_layout, foreign_history, AppliedMigration, HISTORY_LAYOUT_VERSION};
+use crate::history::{
+    check_layout, foreign_history, AppliedMigration, HistoryDigest, HISTORY_LAYOUT_VERSION,
+};
 
 /// How one backend looks at and creates its history and meta tables.
 #[async_trait]
@@ -23,12 +29,11 @@ pub(crate) trait HistoryTables: Send {
     async fn existing(&mut self) -> Result<(bool, bool)>;
     /// The meta table's layout version (an error when it has none).
     async fn layout_version(&mut self) -> Result<i64>;
-    /// The layout and every record when both tables are there in the current layout, in
-    /// one round trip; `None` when either is missing, unreadable or of an older layout (or
-    /// the backend cannot ask both at once).
-    async fn probe_and_select(&mut self) -> Option<(i64, Vec<AppliedMigration>)> {
-        None
-    }
+    /// The meta table's layout version and the history's digest, in one round trip, for
+    /// a history whose two tables exist. It reads only columns every layout has, so it never
+    /// fails on an older layout. The digest is `None` when the server's answer is not what
+    /// the query makes (the records are then read).
+    async fn layout_and_digest(&mut self) -> Result<(i64, Option<HistoryDigest>)>;
     async fn create_meta(&mut self) -> Result<()>;
     async fn create_history(&mut self) -> Result<()>;
     /// Brings a history of layout `from` to the current layout, in place. Called under the
@@ -50,10 +55,31 @@ pub(crate) async fn read(tables: &mut dyn HistoryTables) -> Result<Option<Vec<Ap
 
 /// Creates what is missing (under the lock), or checks what is there; returns the records.
 pub(crate) async fn prepare(tables: &mut dyn HistoryTables) -> Result<Vec<AppliedMigration>> {
+    match prepare_expecting(tables, None).await? {
+        Prepared::Records(records) => Ok(records),
+        Prepared::AsExpected => unreachable!("nothing was expected"),
+    }
+}
+
+/// As [`prepare`]; but when the history is there and its digest is `expected`, says so
+/// without reading the records.
+pub(crate) async fn prepare_expecting(
+    tables: &mut dyn HistoryTables,
+    expected: Option<&HistoryDigest>,
+) -> Result<Prepared> {
     let mut known = std::mem::take(tables.known());
-    let prepared = known.prepare(tables).await;
+    let prepared = known.prepare(tables, expected).await;
     *tables.known() = known;
     prepared
+}
+
+/// What preparing the history found.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// Every record (none when the history was just created).
+    Records(Vec<AppliedMigration>),
+    /// The history's digest is the one expected: its records were not read.
+    AsExpected,
 }
 
 /// Whether this connection has found its history present and understood, and its layout.
@@ -98,41 +124,57 @@ impl Known {
         tables.select(layout).await.map(Some)
     }
 
-    /// Creates what is missing (under the lock), or checks what is there, and returns the
-    /// records: every run after the first asks for the layout and the records at once.
-    async fn prepare(&mut self, tables: &mut dyn HistoryTables) -> Result<Vec<AppliedMigration>> {
-        if self.layout == Some(HISTORY_LAYOUT_VERSION) {
-            return tables.select(HISTORY_LAYOUT_VERSION).await;
-        }
-        let (connection, table) = tables.names();
-        let (connection, table) = (connection.to_string(), table.to_string());
-        // The usual case, every run after the first: both tables are there. When they are but
-        // this fails (a malformed record, an older layout), the look below says exactly what
-        // is wrong, or upgrades.
-        if let Some((layout, records)) = tables.probe_and_select().await {
-            check_layout(&connection, &table, layout)?;
-            if layout == HISTORY_LAYOUT_VERSION {
-                self.layout = Some(layout);
-                return Ok(records);
-            }
-        }
-        let (history, meta) = tables.existing().await?;
-        match (history, meta) {
-            (true, false) => return Err(foreign_history(&connection, &table)),
-            (_, true) => {
-                let layout = tables.layout_version().await?;
-                check_layout(&connection, &table, layout)?;
-                if layout < HISTORY_LAYOUT_VERSION {
-                    tables.upgrade(layout).await?;
+    /// Creates what is missing (under the lock), or checks what is there, upgrading an older
+    /// layout; then reads the records, unless the digest is `expected`.
+    async fn prepare(
+        &mut self,
+        tables: &mut dyn HistoryTables,
+        expected: Option<&HistoryDigest>,
+    ) -> Result<Prepared> {
+        if self.layout != Some(HISTORY_LAYOUT_VERSION) {
+            let (connection, table) = tables.names();
+            let (connection, table) = (connection.to_string(), table.to_string());
+            let (history, meta) = tables.existing().await?;
+            let layout = match (history, meta, expected) {
+                (true, false, _) => return Err(foreign_history(&connection, &table)),
+                (false, false, _) => {
+                    tables.create_meta().await?;
+                    None
                 }
+                (true, true, Some(expected)) => {
+                    let (layout, digest) = tables.layout_and_digest().await?;
+                    check_layout(&connection, &table, layout)?;
+                    if layout == HISTORY_LAYOUT_VERSION && matches(digest, expected) {
+                        self.layout = Some(layout);
+                        return Ok(Prepared::AsExpected);
+                    }
+                    Some(layout)
+                }
+                (_, true, _) => {
+                    let layout = tables.layout_version().await?;
+                    check_layout(&connection, &table, layout)?;
+                    Some(layout)
+                }
+            };
+            if let Some(older) = layout.filter(|&l| l < HISTORY_LAYOUT_VERSION) {
+                tables.upgrade(older).await?;
             }
-            (false, false) => tables.create_meta().await?,
+            self.layout = Some(HISTORY_LAYOUT_VERSION);
+            if !history {
+                tables.create_history().await?;
+                return Ok(Prepared::Records(Vec::new()));
+            }
+        } else if let Some(expected) = expected {
+            let (_, digest) = tables.layout_and_digest().await?;
+            if matches(digest, expected) {
+                return Ok(Prepared::AsExpected);
+            }
         }
-        self.layout = Some(HISTORY_LAYOUT_VERSION);
-        if history {
-            return tables.select(HISTORY_LAYOUT_VERSION).await;
-        }
-        tables.create_history().await?;
-        Ok(Vec::new())
+        let records = tables.select(HISTORY_LAYOUT_VERSION).await?;
+        Ok(Prepared::Records(records))
     }
+}
+
+fn matches(digest: Option<HistoryDigest>, expected: &HistoryDigest) -> bool {
+    digest.is_some_and(|digest| digest.proves_up_to_date(expected))
 }

@@ -12,11 +12,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    Backend, BackendKind, Capabilities, ConnectRequest, Connector, Step, StepBody, StepFailure,
+    Backend, BackendKind, Capabilities, ConnectRequest, Connector, Prepared, Step, StepBody,
+    StepFailure,
 };
 use crate::error::{DatabaseError, Error, Result};
 use crate::events::{EventSink, LockHolder};
-use crate::history::{AppliedMigration, HistoryChange};
+use crate::history::{AppliedMigration, HistoryChange, HistoryDigest, RecordState};
 use crate::lock::{LeaseStore, LockHost, LockSupport, SessionLock};
 
 #[derive(Debug, Default)]
@@ -199,6 +200,27 @@ impl Backend for MemoryBackend {
                 .cloned()
                 .collect()
         }))
+    }
+
+    async fn prepare_history_expecting(&mut self, expected: &HistoryDigest) -> Result<Prepared> {
+        let digest = self.with(|db| {
+            let records = db.history.get_or_insert_with(BTreeMap::new);
+            HistoryDigest {
+                records: records.len() as u64,
+                newest: records.keys().next_back().copied(),
+                not_applied: (records.values())
+                    .filter(|r| r.state != RecordState::Applied)
+                    .count() as u64,
+                hash: HistoryDigest::hash_pairs(
+                    (records.values()).map(|r| (r.version, r.checksum.as_str())),
+                ),
+            }
+        });
+        if digest.proves_up_to_date(expected) {
+            self.with(|db| db.calls.push("digest".into()));
+            return Ok(Prepared::AsExpected);
+        }
+        self.prepare_history().await.map(Prepared::Records)
     }
 
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {

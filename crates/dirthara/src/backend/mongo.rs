@@ -13,12 +13,12 @@ use mongodb::error::ErrorKind as MongoErrorKind;
 use mongodb::options::ClientOptions;
 use mongodb::{Client, ClientSession, Database};
 
-use super::history_tables::{self, Known};
+use super::history_tables::{self, Known, Prepared};
 use super::{session_label, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
 use super::{Step, StepBody, StepFailure};
 use crate::code::{Connection, RustMigration};
 use crate::error::{DatabaseError, Error, Result};
-use crate::history::{AppliedMigration, HistoryChange};
+use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport};
 use crate::migration::Direction;
 
@@ -197,6 +197,10 @@ impl Backend for MongoBackend {
 
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
         history_tables::prepare(self).await
+    }
+
+    async fn prepare_history_expecting(&mut self, expected: &HistoryDigest) -> Result<Prepared> {
+        history_tables::prepare_expecting(self, Some(expected)).await
     }
 
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {

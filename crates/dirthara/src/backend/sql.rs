@@ -6,12 +6,12 @@
 
 use async_trait::async_trait;
 
-use super::history_tables::{self, Known};
+use super::history_tables::{self, Known, Prepared};
 use super::{database_message, Backend, Capabilities, ConnectRequest, Step};
 use super::{StepBody, StepFailure};
 use crate::code::Connection;
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, HistoryChange};
+use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 
 mod dialect;
@@ -269,6 +269,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
 
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
         history_tables::prepare(self).await
+    }
+
+    async fn prepare_history_expecting(&mut self, expected: &HistoryDigest) -> Result<Prepared> {
+        history_tables::prepare_expecting(self, Some(expected)).await
     }
 
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure> {

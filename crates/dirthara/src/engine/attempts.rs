@@ -16,7 +16,7 @@ use super::session::Session;
 use super::step::{Attempt, Bracket, Prepared};
 use crate::backoff::Backoff;
 use crate::config::{Origin, TABLE_LOCK_TIMEOUT};
-use crate::events::Event;
+use crate::events::EventKind;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration};
 use crate::plan::retry::{self, Giving, Next, Retried, SoFar, StepShape};
@@ -75,7 +75,7 @@ impl Session<'_> {
                 }
                 Next::Retry { after } => after,
             };
-            self.migrator.events.emit(Event::TableLockTimeout {
+            self.migrator.events.emit(EventKind::TableLockTimeout {
                 version: prepared.migration.version,
                 name: prepared.migration.name.clone(),
                 direction: prepared.direction,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use super::{Connections, Migrator};
 use crate::backend::BackendKind;
 use crate::error::{Code, Error, ErrorKind, Result};
-use crate::events::{Event, Warning};
+use crate::events::{EventKind, Warning};
 use crate::migration::{Direction, DownSteps, Migration, StepFormat};
 use crate::source::load_sources;
 
@@ -28,7 +28,7 @@ impl Migrator {
             .collect();
         let loaded = load_sources(&sources, downs)?;
         for skipped in loaded.skipped {
-            self.events.emit(Event::Warning(Warning {
+            self.events.emit(EventKind::Warning(Warning {
                 code: Code::SkippedFile,
                 message: format!(
                     "{} was not loaded: {}",

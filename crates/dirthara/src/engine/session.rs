@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 
 use super::{Connections, Migrator};
 use crate::adopt::{AdoptSource, AdoptionReport};
-use crate::backend::Backend;
+use crate::backend::{Backend, Prepared};
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::Event;
-use crate::history::{runner_identity, HistoryChange};
+use crate::events::EventKind;
+use crate::history::{runner_identity, HistoryChange, HistoryDigest};
 use crate::lock::LOCK_NAME;
 use crate::lock::{self, resolve_strategy, HeldLock, LockCheck, LockStrategy, Released, Waiting};
 use crate::migration::{Direction, Migration, StepFormat};
@@ -65,7 +65,7 @@ impl<'m> Session<'m> {
             let resolved = resolve_strategy(config.locking, history.lock_support())
                 .map_err(|refused| refused.into_error(connection))?;
             if let Some(reason) = resolved.because {
-                migrator.events.emit(Event::LockChosen {
+                migrator.events.emit(EventKind::LockChosen {
                     connection: connection.to_string(),
                     strategy: resolved.strategy,
                     reason,
@@ -115,20 +115,40 @@ impl<'m> Session<'m> {
         command: Command,
         report: &mut RunReport,
     ) -> Result<()> {
-        let applied = self.history.prepare_history().await?;
+        let applied = match command {
+            // Most runs find nothing to do: the history's digest says so without its records.
+            Command::Migrate => {
+                let expected = HistoryDigest::of_files(available);
+                match self.history.prepare_history_expecting(&expected).await? {
+                    Prepared::AsExpected => {
+                        self.migrator.events.emit(EventKind::Planned {
+                            operation: command.name().to_string(),
+                            steps: 0,
+                            by_digest: true,
+                        });
+                        return Ok(());
+                    }
+                    Prepared::Records(records) => records,
+                }
+            }
+            _ => self.history.prepare_history().await?,
+        };
         let planned = plan::plan(available, &applied, command, self.migrator.plan_options())?;
         for warning in &planned.warnings {
-            self.migrator.events.emit(Event::Warning(warning.clone()));
+            self.migrator
+                .events
+                .emit(EventKind::Warning(warning.clone()));
         }
-        self.migrator.events.emit(Event::Planned {
+        self.migrator.events.emit(EventKind::Planned {
             operation: command.name().to_string(),
             steps: planned.steps.len(),
+            by_digest: false,
         });
         report.warnings.extend(planned.warnings.iter().cloned());
         if planned.drop_all {
             self.ensure_lock(None).await?;
             report.dropped = self.history.drop_all().await?;
-            self.migrator.events.emit(Event::Dropped {
+            self.migrator.events.emit(EventKind::Dropped {
                 connection: self.history_connection().to_string(),
                 objects: report.dropped.clone(),
             });
@@ -172,7 +192,7 @@ impl<'m> Session<'m> {
     /// A step whose records are written: said, and counted among the completed ones. Only
     /// then: until its record is written, a step is not done, whatever it ran.
     pub(super) fn completed_step(&mut self, done: StepReport) {
-        self.migrator.events.emit(Event::MigrationFinished {
+        self.migrator.events.emit(EventKind::MigrationFinished {
             version: done.version,
             name: done.name.clone(),
             direction: done.direction,
@@ -358,7 +378,7 @@ impl<'m> Session<'m> {
         let connection = self.migrator.config.history_connection.as_str();
         // Said the moment the unlock returned: a waiter may already hold the lock.
         if let Ok(Released::Cleanly) = released {
-            events.emit(Event::LockReleased {
+            events.emit(EventKind::LockReleased {
                 lock: LOCK_NAME.to_string(),
                 connection: connection.to_string(),
             });
@@ -370,12 +390,12 @@ impl<'m> Session<'m> {
         match (result, released) {
             (result, Ok(Released::Cleanly | Released::NothingHeld)) => result,
             (result, Ok(Released::NoLongerOurs(warning))) => {
-                events.emit(Event::Warning(warning));
+                events.emit(EventKind::Warning(warning));
                 result
             }
             // A lease that could not be deleted lapses by itself: a warning when the run went well.
             (Ok(value), Err(failure)) if failure.lapses_by_itself => {
-                events.emit(Event::Warning(failure.into_warning()));
+                events.emit(EventKind::Warning(failure.into_warning()));
                 Ok(value)
             }
             (Ok(_), Err(failure)) => Err(failure.into_error(connection)),

@@ -13,7 +13,7 @@ use super::session::{Session, Unrecorded};
 use crate::backend::{Step, StepBody, StepFailure};
 use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::Event;
+use crate::events::EventKind;
 use crate::history::{HistoryChange, NewRecord, RecordState, RecordedFailure};
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration, StepFormat};
@@ -136,7 +136,7 @@ impl Session<'_> {
     ) -> Result<()> {
         let migration = step.migration;
         let events = &self.migrator.events;
-        events.emit(Event::MigrationStarted {
+        events.emit(EventKind::MigrationStarted {
             version: migration.version,
             name: migration.name.clone(),
             direction: step.direction,

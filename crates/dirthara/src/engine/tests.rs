@@ -8,7 +8,7 @@ use super::*;
 use crate::backend::memory::{MemoryConnector, MemoryDb, SharedDb};
 use crate::config::{LockWait, Locking};
 use crate::error::ErrorKind;
-use crate::events::Event;
+use crate::events::{Event, EventKind};
 use crate::lock::LOCK_NAME;
 use crate::plan::RollbackScope;
 use crate::plan::{Command, Resolution};
@@ -309,7 +309,7 @@ async fn an_interrupt_finishes_nothing_more_and_names_what_was_left() {
     let (tx, rx) = watch::channel(false);
     // The signal comes once the lock is held, before the first migration.
     let sink = EventSink::new(move |event| {
-        if matches!(event, Event::LockAcquired { .. }) {
+        if matches!(event.kind, EventKind::LockAcquired { .. }) {
             tx.send(true).unwrap();
         }
     });
@@ -361,7 +361,10 @@ async fn running_unlocked_takes_no_lock_and_says_so() {
     let report = m.migrate().await.unwrap();
     assert_eq!(report.lock, LockStrategy::Off);
     assert!(!calls(&db).contains(&"lock".to_string()));
-    assert!(matches!(events.lock().unwrap()[0], Event::Unlocked { .. }));
+    assert!(matches!(
+        events.lock().unwrap()[0].kind,
+        EventKind::Unlocked { .. }
+    ));
 }
 
 #[tokio::test]
@@ -469,7 +472,7 @@ async fn a_lost_lease_stops_before_the_next_migration_and_the_thiefs_lease_survi
         .lock()
         .unwrap()
         .iter()
-        .any(|e| matches!(e, Event::Warning(w) if w.code == Code::LockLeaseExpired));
+        .any(|e| matches!(&e.kind, EventKind::Warning(w) if w.code == Code::LockLeaseExpired));
     assert!(warned, "LOCK_LEASE_EXPIRED is reported at release");
 }
 

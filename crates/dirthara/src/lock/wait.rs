@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use super::LOCK_NAME;
 use crate::config::LockWait;
 use crate::error::{Error, ErrorKind, Result};
-use crate::events::{Event, EventSink, LockHolder};
+use crate::events::{EventKind, EventSink, LockHolder};
 
 /// How often a waiting runner says again who holds the lock.
 const HOLDER_REPORT_INTERVAL: Duration = Duration::from_secs(10);
@@ -52,7 +52,7 @@ pub(super) async fn contend(contender: &mut dyn Contender, waiting: &Waiting<'_>
     let mut next_report = started;
     loop {
         if contender.try_take().await? {
-            waiting.events.emit(Event::LockAcquired {
+            waiting.events.emit(EventKind::LockAcquired {
                 lock: LOCK_NAME.to_string(),
                 connection: waiting.connection.to_string(),
                 waited: started.elapsed(),
@@ -76,7 +76,7 @@ pub(super) async fn contend(contender: &mut dyn Contender, waiting: &Waiting<'_>
         }
         if now >= next_report {
             let holder = contender.holder().await.ok().flatten();
-            waiting.events.emit(Event::LockWaiting {
+            waiting.events.emit(EventKind::LockWaiting {
                 lock: LOCK_NAME.to_string(),
                 connection: waiting.connection.to_string(),
                 holder,

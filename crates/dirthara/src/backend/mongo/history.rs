@@ -9,7 +9,8 @@ use super::MongoBackend;
 use crate::backend::history_tables::{HistoryTables, Known};
 use crate::error::{Error, Result};
 use crate::history::{
-    AppliedMigration, HistoryChange, RecordState, RecordedFailure, HISTORY_LAYOUT_VERSION,
+    AppliedMigration, HistoryChange, HistoryDigest, RecordState, RecordedFailure,
+    HISTORY_LAYOUT_VERSION,
 };
 
 #[async_trait]
@@ -49,6 +50,27 @@ impl HistoryTables for MongoBackend {
                     format!("`{}_meta` has no readable layout_version", self.table),
                 )
             })
+    }
+
+    /// The layout, then the digest by one aggregation. MongoDB has no hash function in its
+    /// pipelines: the server counts and joins each record's `version:checksum`, and the
+    /// pairs are hashed here, in version order, as the SQL servers hash them.
+    async fn layout_and_digest(&mut self) -> Result<(i64, Option<HistoryDigest>)> {
+        let layout = self.layout_version().await?;
+        let pipeline = [doc! { "$group": {
+            "_id": Bson::Null,
+            "records": { "$sum": 1 },
+            "newest": { "$max": "$_id" },
+            "notApplied": { "$sum": { "$cond": [{ "$eq": ["$state", "applied"] }, 0, 1] } },
+            "pairs": { "$push": { "$concat": [{ "$toString": "$_id" }, ":", "$checksum"] } },
+        } }];
+        let history = self.db.collection::<Document>(&self.table);
+        let mut cursor = (history.aggregate(pipeline).await).map_err(|e| self.error(e))?;
+        let group = match cursor.advance().await.map_err(|e| self.error(e))? {
+            true => Some(cursor.deserialize_current().map_err(|e| self.error(e))?),
+            false => None,
+        };
+        Ok((layout, Some(digest_of(group.as_ref()))))
     }
 
     async fn create_meta(&mut self) -> Result<()> {
@@ -160,6 +182,34 @@ impl MongoBackend {
             )),
             HistoryChange::Delete { version } => run!(history.delete_one(doc! { "_id": *version })),
         }
+    }
+}
+
+/// The digest from the aggregation's one group (`None`: an empty history, no group).
+fn digest_of(group: Option<&Document>) -> HistoryDigest {
+    let Some(group) = group else {
+        return HistoryDigest {
+            records: 0,
+            newest: None,
+            not_applied: 0,
+            hash: String::new(),
+        };
+    };
+    let int =
+        |key: &str| (group.get(key)).and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)));
+    let mut pairs: Vec<(i64, &str)> = (group.get_array("pairs").into_iter().flatten())
+        .filter_map(|pair| {
+            let (version, checksum) = pair.as_str()?.split_once(':')?;
+            Some((version.parse().ok()?, checksum))
+        })
+        .collect();
+    pairs.sort_unstable_by_key(|&(version, _)| version);
+    HistoryDigest {
+        records: int("records").unwrap_or(0).try_into().unwrap_or(0),
+        newest: int("newest"),
+        // Unknown counts as not applied: the records are then read and judged one by one.
+        not_applied: int("notApplied").map_or(1, |n| n.try_into().unwrap_or(1)),
+        hash: HistoryDigest::hash_pairs(pairs),
     }
 }
 

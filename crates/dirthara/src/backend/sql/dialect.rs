@@ -272,6 +272,36 @@ impl Dialect {
         )
     }
 
+    /// The history's digest ([`HistoryDigest`](crate::history::HistoryDigest)) in one row of
+    /// text: the record count, the newest version, how many are not `applied`, and the hash
+    /// of `version:checksum` in version order joined by `,` — computed by the server where
+    /// it has SHA-256; SQLite, which has none, sends the joined text for us to hash. Reads
+    /// only columns every layout has.
+    pub fn digest_sql(self, names: &HistoryNames) -> String {
+        let t = &names.history;
+        match self {
+            Dialect::Postgres => format!(
+                "SELECT count(*)::text, max(version)::text, \
+                 (count(*) FILTER (WHERE state <> 'applied'))::text, \
+                 encode(sha256(convert_to(string_agg(version::text || ':' || checksum, ',' \
+                 ORDER BY version), 'UTF8')), 'hex') FROM {t}"
+            ),
+            // A text cut short by `group_concat_max_len` hashes to something no set of files
+            // gives: the records are then read, as for any difference.
+            Dialect::Mysql => format!(
+                "SELECT CAST(COUNT(*) AS CHAR), CAST(MAX(version) AS CHAR), \
+                 CAST(COALESCE(SUM(state <> 'applied'), 0) AS CHAR), \
+                 SHA2(GROUP_CONCAT(CONCAT(version, ':', checksum) ORDER BY version \
+                 SEPARATOR ','), 256) FROM {t}"
+            ),
+            Dialect::Sqlite => format!(
+                "SELECT CAST(count(*) AS TEXT), CAST(max(version) AS TEXT), \
+                 CAST(coalesce(sum(state <> 'applied'), 0) AS TEXT), \
+                 group_concat(version || ':' || checksum, ',' ORDER BY version) FROM {t}"
+            ),
+        }
+    }
+
     /// Every record, in version order, of a history of layout `layout` (a read-only
     /// command reads an older layout as it is: only a locked one upgrades it).
     pub fn select_history_sql(self, names: &HistoryNames, layout: i64) -> String {

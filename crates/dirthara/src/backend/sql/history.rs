@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::{Dialect, SqlBackend, SqlDriver};
 use crate::backend::history_tables::{HistoryTables, Known};
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, RecordState, RecordedFailure, HISTORY_LAYOUT_VERSION};
+use crate::history::{AppliedMigration, HistoryDigest, RecordState, RecordedFailure};
 
 #[async_trait]
 impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
@@ -29,23 +29,21 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
         Ok((has(&self.names.table), has(&meta)))
     }
 
-    /// The layout row, then every record: the layout's one column tells its row apart.
-    async fn probe_and_select(&mut self) -> Option<(i64, Vec<AppliedMigration>)> {
+    async fn layout_and_digest(&mut self) -> Result<(i64, Option<HistoryDigest>)> {
         let dialect = self.driver.dialect();
         let sql = format!(
             "{}; {}",
             dialect.layout_sql(&self.names),
-            dialect.select_history_sql(&self.names, HISTORY_LAYOUT_VERSION)
+            dialect.digest_sql(&self.names)
         );
-        let mut rows = self.driver.fetch_text(&sql).await.ok()?;
-        let (layout, records) = rows.split_first_mut()?;
-        let layout = match layout.as_slice() {
-            [Some(value)] => value.parse().ok()?,
-            _ => return None,
-        };
-        // A malformed record is looked at again by `select`, which says which one.
-        let records: Option<Vec<_>> = records.iter_mut().map(|r| parse_history_row(r)).collect();
-        Some((layout, records?))
+        let rows = (self.driver.fetch_text(&sql).await).map_err(|e| self.history_error(e))?;
+        // The layout's row has one column, the digest's four or more.
+        let layout = rows.iter().find(|row| row.len() == 1);
+        let layout = layout
+            .and_then(|row| row[0].as_deref()?.parse().ok())
+            .ok_or_else(|| self.no_layout())?;
+        let digest = rows.iter().find(|row| row.len() > 1);
+        Ok((layout, digest.and_then(|row| parse_digest(dialect, row))))
     }
 
     async fn layout_version(&mut self) -> Result<i64> {
@@ -56,15 +54,9 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             .await
             .map_err(|e| self.history_error(e))?;
         let value = rows.first().and_then(|r| r.first().cloned().flatten());
-        value.and_then(|v| v.parse().ok()).ok_or_else(|| {
-            Error::history(
-                &self.connection,
-                format!(
-                    "`{}_meta` has no readable layout_version; it was not written by dirthara",
-                    self.names.table
-                ),
-            )
-        })
+        value
+            .and_then(|v| v.parse().ok())
+            .ok_or_else(|| self.no_layout())
     }
 
     async fn create_meta(&mut self) -> Result<()> {
@@ -126,6 +118,44 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             })
             .collect()
     }
+}
+
+impl<D: SqlDriver> SqlBackend<D> {
+    fn no_layout(&self) -> Error {
+        Error::history(
+            &self.connection,
+            format!(
+                "`{}_meta` has no readable layout_version; it was not written by dirthara",
+                self.names.table
+            ),
+        )
+    }
+}
+
+/// The digest from its row of text (see [`Dialect::digest_sql`]); `None` when a column is
+/// not what the query makes.
+fn parse_digest(dialect: Dialect, row: &[Option<String>]) -> Option<HistoryDigest> {
+    let records: u64 = row.first()?.as_deref()?.parse().ok()?;
+    let newest = match row.get(1)?.as_deref() {
+        Some(text) => Some(text.parse().ok()?),
+        None => None,
+    };
+    let not_applied = row.get(2)?.as_deref()?.parse().ok()?;
+    let hashed = row.get(3)?.as_deref().unwrap_or_default();
+    let hash = match dialect {
+        // SQLite: the joined pairs, hashed here as the other servers hash them.
+        Dialect::Sqlite => HistoryDigest::hash_pairs(hashed.split(',').map_while(|pair| {
+            let (version, checksum) = pair.split_once(':')?;
+            Some((version.parse().ok()?, checksum))
+        })),
+        Dialect::Postgres | Dialect::Mysql => hashed.to_string(),
+    };
+    Some(HistoryDigest {
+        records,
+        newest,
+        not_applied,
+        hash,
+    })
 }
 
 /// A history record from its text columns, which it takes (no copy) once all of them are

@@ -104,7 +104,7 @@ async fn a_folded_completion_is_reported_done_only_once_its_record_is_written() 
     let finished = Arc::new(Mutex::new(Vec::new()));
     let seen = finished.clone();
     let sink = EventSink::new(move |event| {
-        if let Event::MigrationFinished { version, .. } = event {
+        if let EventKind::MigrationFinished { version, .. } = &event.kind {
             seen.lock().unwrap().push(*version);
         }
     });

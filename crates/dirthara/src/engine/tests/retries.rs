@@ -13,13 +13,13 @@ fn blocked(db: &SharedDb, attempts: u32) {
 
 fn retries(events: &Arc<Mutex<Vec<Event>>>) -> Vec<(u32, Duration, Duration)> {
     (events.lock().unwrap().iter())
-        .filter_map(|e| match e {
-            Event::TableLockTimeout {
+        .filter_map(|e| match e.kind {
+            EventKind::TableLockTimeout {
                 attempt,
                 retry_in,
                 budget_left,
                 ..
-            } => Some((*attempt, *retry_in, *budget_left)),
+            } => Some((attempt, retry_in, budget_left)),
             _ => None,
         })
         .collect()
@@ -115,7 +115,7 @@ async fn a_signal_between_attempts_stops_with_the_step_not_applied() {
     blocked(&db, u32::MAX);
     let (stop, shutdown) = watch::channel(false);
     let sink = EventSink::new(move |event| {
-        if matches!(event, Event::TableLockTimeout { .. }) {
+        if matches!(event.kind, EventKind::TableLockTimeout { .. }) {
             let _ = stop.send(true);
         }
     });
@@ -185,7 +185,7 @@ async fn the_migration_lock_is_confirmed_before_every_attempt() {
     let shared = db.clone();
     // Between the attempts, another operator takes the lock away.
     let sink = EventSink::new(move |event| {
-        if matches!(event, Event::TableLockTimeout { .. }) {
+        if matches!(event.kind, EventKind::TableLockTimeout { .. }) {
             shared.lock().unwrap().lock_holder = Some(u64::MAX);
         }
     });
