@@ -95,7 +95,11 @@ pub(crate) async fn acquire(
                 return Err(no_session_lock(connection));
             };
             let checks_in_step = lock.verifies_in_step();
-            wait::contend(&mut SessionContender(lock), waiting).await?;
+            let contended = wait::contend(&mut SessionContender(&mut *lock), waiting).await;
+            // Taken or given up: whatever waiting needed (a connection listening for the
+            // release) is closed now, not kept open for the rest of the command.
+            lock.stop_waiting().await;
+            contended?;
             Ok(HeldLock::session(connection, checks_in_step))
         }
         LockStrategy::Lease => {

@@ -35,6 +35,8 @@ pub struct PrivateServer {
     port: u16,
     child: Option<Child>,
     binaries: Binaries,
+    /// Settings beyond the usual ones: `name=value` (PostgreSQL `-c`, MariaDB `--name=value`).
+    settings: Vec<String>,
 }
 
 /// Where the server's programs are.
@@ -53,7 +55,19 @@ impl PrivateServer {
     /// A running private server, or `None` (after saying why) when this machine cannot make
     /// one: a failure instead under `DIRTHARA_REQUIRE_SERVERS=1`.
     pub fn start_or_skip(server: Server) -> Option<PrivateServer> {
-        match PrivateServer::start(server) {
+        PrivateServer::start_with_or_skip(server, &[])
+    }
+
+    /// Makes a new instance in a temporary directory and starts it.
+    pub fn start(server: Server) -> Result<PrivateServer, String> {
+        PrivateServer::start_with(server, &[])
+    }
+
+    /// [`PrivateServer::start_or_skip`] with `settings` (`name=value`) on the server's command
+    /// line: what a test needs of a server that the machine's servers must not be made to do
+    /// (log every statement, collect performance_schema).
+    pub fn start_with_or_skip(server: Server, settings: &[&str]) -> Option<PrivateServer> {
+        match PrivateServer::start_with(server, settings) {
             Ok(instance) => Some(instance),
             Err(message) => {
                 if std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref() == Ok("1") {
@@ -65,8 +79,8 @@ impl PrivateServer {
         }
     }
 
-    /// Makes a new instance in a temporary directory and starts it.
-    pub fn start(server: Server) -> Result<PrivateServer, String> {
+    /// [`PrivateServer::start`] with `settings` (`name=value`) on the server's command line.
+    pub fn start_with(server: Server, settings: &[&str]) -> Result<PrivateServer, String> {
         reap_orphans();
         let binaries = Binaries::find(server)?;
         let root = tempfile::Builder::new()
@@ -85,6 +99,7 @@ impl PrivateServer {
             port: 0,
             child: None,
             binaries,
+            settings: settings.iter().map(|s| s.to_string()).collect(),
         };
         instance.initialise()?;
         // A port found free a moment ago may be taken before the server binds it: retry.
@@ -244,7 +259,10 @@ impl PrivateServer {
                     // Only clean shutdowns happen to this cluster, and the machine does not
                     // crash under a test: flushing to the disk would only slow the chaos down.
                     "fsync=off".into(),
-                ] {
+                ]
+                .into_iter()
+                .chain(self.settings.iter().cloned())
+                {
                     cmd.arg("-c").arg(setting);
                 }
                 cmd
@@ -268,7 +286,8 @@ impl PrivateServer {
                         "--skip-log-bin",
                         "--innodb-buffer-pool-size=64M",
                         "--max-connections=300",
-                    ]);
+                    ])
+                    .args(self.settings.iter().map(|s| format!("--{s}")));
                 if let Some(user) = &user {
                     // mariadbd drops to this user itself.
                     cmd.arg(format!("--user={}", user.name));

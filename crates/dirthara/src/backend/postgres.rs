@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 
 use super::sql::{text_rows, Atomic, Dialect, RecordFn, SqlBackend, SqlDriver};
@@ -50,7 +50,7 @@ pub(crate) struct PgDriver {
     /// PostgreSQL-compatible server may fake advisory locks.
     lock_support: LockSupport,
     /// Opened only when this runner has to wait.
-    listener: Option<PgListener>,
+    listener: Option<session_lock::ReleaseListener>,
     listener_failed: bool,
     /// What every session runs after connecting, and again after each reset: our own
     /// settings, then the connection's `init_sql`.
@@ -450,10 +450,10 @@ impl SqlDriver for PgDriver {
 
     async fn close(self: Box<Self>) {
         let this = *self;
-        let _ = this.conn.close().await;
         if let Some(listener) = this.listener {
-            drop(listener);
+            listener.close().await;
         }
+        let _ = this.conn.close().await;
     }
 }
 

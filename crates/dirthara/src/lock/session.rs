@@ -31,6 +31,9 @@ pub(crate) trait SessionLock: Send {
         .await;
         Ok(())
     }
+    /// The wait is over (the lock taken, or given up): closes whatever
+    /// [`SessionLock::wait_for_release`] opened, cleanly.
+    async fn stop_waiting(&mut self) {}
     /// Ends the holder's session(s); returns a description of each one ended.
     async fn force_unlock(&mut self) -> Result<Vec<String>>;
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::postgres::PgListener;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Executor, Row};
 
 use super::pooler::SessionCheck;
@@ -98,22 +98,19 @@ impl SessionLock for PgDriver {
 
     async fn wait_for_release(&mut self, max: Duration) -> Result<()> {
         if self.listener.is_none() && !self.listener_failed {
-            match PgListener::connect(&self.url).await {
-                Ok(mut listener) => match listener.listen(RELEASE_CHANNEL).await {
-                    Ok(()) => {
-                        self.listener = Some(listener);
-                        // Listening now: return so the caller tries once more, closing the
-                        // window in which a release happened before we listened.
-                        return Ok(());
-                    }
-                    Err(_) => self.listener_failed = true,
-                },
+            match ReleaseListener::open(&self.options).await {
+                Some(listener) => {
+                    self.listener = Some(listener);
+                    // Listening now: return so the caller tries once more, closing the
+                    // window in which a release happened before we listened.
+                    return Ok(());
+                }
                 // A pooler may refuse LISTEN; fall back to short polling.
-                Err(_) => self.listener_failed = true,
+                None => self.listener_failed = true,
             }
         }
         if let Some(listener) = self.listener.as_mut() {
-            match tokio::time::timeout(max, listener.recv()).await {
+            match tokio::time::timeout(max, listener.listener.recv()).await {
                 // Woken, or waited the whole `max`: either way the caller tries again. Behind
                 // a transaction pooler LISTEN "succeeds" but nothing ever arrives, so waiting
                 // degrades to polling every `max`.
@@ -121,13 +118,21 @@ impl SessionLock for PgDriver {
                 // A listener that fails (a pooler or proxy closing it) would fail again at
                 // once, turning the wait into a busy loop: poll instead.
                 Ok(Err(_)) => {
-                    self.listener = None;
+                    if let Some(listener) = self.listener.take() {
+                        listener.close().await;
+                    }
                     self.listener_failed = true;
                 }
             }
         }
         tokio::time::sleep(jittered(max.min(Duration::from_millis(100)))).await;
         Ok(())
+    }
+
+    async fn stop_waiting(&mut self) {
+        if let Some(listener) = self.listener.take() {
+            listener.close().await;
+        }
     }
 
     async fn force_unlock(&mut self) -> Result<Vec<String>> {
@@ -157,5 +162,49 @@ impl SessionLock for PgDriver {
                 format!("terminated session {pid} (`{app}`) from {addr}")
             })
             .collect())
+    }
+}
+
+/// The connection a waiting runner listens on for the holder's release: opened with the
+/// session's own options (so it names itself `dirthara <operation> <host>:<pid>` like every
+/// dirthara session), and closed cleanly — `UNLISTEN`, then the protocol's goodbye — so the
+/// server logs no lost client.
+pub(super) struct ReleaseListener {
+    listener: PgListener,
+    /// The listener's one connection lives in a pool of one: closing the pool is how that
+    /// connection is closed cleanly once the listener gives it back.
+    pool: PgPool,
+}
+
+impl ReleaseListener {
+    /// Listening on the release channel, or `None` when the server (or a pooler) refuses.
+    async fn open(options: &PgConnectOptions) -> Option<ReleaseListener> {
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .max_lifetime(None)
+            .idle_timeout(None)
+            .test_before_acquire(false)
+            .connect_with(options.clone())
+            .await
+            .ok()?;
+        let listening = async {
+            let mut listener = PgListener::connect_with(&pool).await?;
+            listener.listen(RELEASE_CHANNEL).await?;
+            Ok::<_, sqlx::Error>(listener)
+        };
+        match listening.await {
+            Ok(listener) => Some(ReleaseListener { listener, pool }),
+            Err(_) => {
+                pool.close().await;
+                None
+            }
+        }
+    }
+
+    pub(super) async fn close(self) {
+        // The listener gives its connection back to the pool (after `UNLISTEN *`) on a task
+        // of its own; closing the pool waits for it, then ends the connection cleanly.
+        drop(self.listener);
+        self.pool.close().await;
     }
 }
