@@ -108,6 +108,60 @@ pub struct GlobalArgs {
     /// Print more (lock and per-step progress)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+}
+
+/// One command over many targets (migrate, rollback, down, to, baseline, resolve, status,
+/// preview, wait), each under its own lock: `[fleet]` in dirthara.toml, or these flags.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Fleets (many databases or schemas)")]
+#[command(group(ArgGroup::new("fleet_source").args(["targets", "schemas", "databases", "targets_sql"])))]
+pub struct FleetArgs {
+    /// Every target of FILE: one a line, `name url` or just `url`, `#` comments; - for stdin
+    #[arg(long, value_name = "FILE", global = true)]
+    pub targets: Option<PathBuf>,
+
+    /// Every schema of the default database whose name matches PATTERN (a glob: tenant_*),
+    /// each with its own history and lock there (PostgreSQL)
+    #[arg(long, value_name = "PATTERN", global = true)]
+    pub schemas: Option<String>,
+
+    /// Every database on the default connection's server whose name matches PATTERN (a glob)
+    #[arg(long, value_name = "PATTERN", global = true)]
+    pub databases: Option<String>,
+
+    /// The targets a query on the default connection returns: rows of (name, url) or (url)
+    #[arg(long, value_name = "QUERY", global = true)]
+    pub targets_sql: Option<String>,
+
+    /// Targets run at a time, each with at most two connections [default: 4]
+    #[arg(long, value_name = "N", global = true, value_parser = parse_jobs)]
+    pub jobs: Option<usize>,
+
+    /// Run the first N targets first; start the rest only if all of them succeeded
+    #[arg(long, value_name = "N", global = true)]
+    pub canary: Option<usize>,
+
+    /// Stop starting targets after K failed; running ones finish [default: 1]
+    #[arg(long, value_name = "K", global = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_failures: Option<u64>,
+
+    /// Never stop starting targets, however many fail
+    #[arg(long, global = true, conflicts_with = "max_failures")]
+    pub keep_going: bool,
+
+    /// Only the targets of shard I of N (counted from 1), a stable split by name
+    #[arg(long, value_name = "I/N", global = true, value_parser = dirthara::fleet::Shard::parse)]
+    pub shard: Option<dirthara::fleet::Shard>,
+}
+
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    let jobs: usize = text
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number of targets"))?;
+    config::check_jobs(jobs)
 }
 
 // Each flag's text is read by its setting's parser in the library (`config::Setting`), the
@@ -150,6 +204,16 @@ fn duration(
         setting
             .parse(text)
             .ok_or_else(|| format!("`{text}` is not a duration: use e.g. 500ms, 30s, 5m"))
+    }
+}
+
+fn parse_until(text: &str) -> Result<dirthara::WaitFor, String> {
+    match text {
+        "latest" => Ok(dirthara::WaitFor::Latest),
+        _ => text
+            .parse()
+            .map(dirthara::WaitFor::Version)
+            .map_err(|_| format!("`{text}` is neither a migration version nor `latest`")),
     }
 }
 
@@ -225,6 +289,16 @@ pub enum Command {
     /// Adopt an existing database: record every migration up to VERSION (or every one another
     /// tool applied, with --from) as applied without running it
     Baseline(BaselineArgs),
+    /// Wait, read-only and without the lock, until the database has every migration of the
+    /// directories (or up to --until) applied: for application start-up while a Job migrates
+    Wait {
+        /// The version to wait for, or latest (every migration of the directories)
+        #[arg(long, value_name = "V|latest", default_value = "latest", value_parser = parse_until)]
+        until: dirthara::WaitFor,
+        /// Give up after this long (WAIT_TIMEOUT) [default: wait for ever]
+        #[arg(long, value_name = "DURATION", value_parser = duration(&config::WAIT_TIMEOUT))]
+        timeout: Option<Duration>,
+    },
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the manual page (roff), e.g. `dirthara man > /usr/local/share/man/man1/dirthara.1`

@@ -64,9 +64,13 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
     }
 
     let config = build_config(&cli.global)?;
+    let shutdown = watch_signals(signal);
     let migrator = Migrator::new(config)
         .with_events(renderer.events())
-        .with_shutdown(watch_signals(signal));
+        .with_shutdown(shutdown.clone());
+    if let Some(source) = migrator.config().fleet.targets.clone() {
+        return crate::fleet::run(cli.command, migrator, &source, renderer, &shutdown).await;
+    }
 
     match cli.command {
         Command::Migrate => renderer.run(&migrator.migrate().await?),
@@ -120,6 +124,10 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             (Some(target), None) => renderer.run(&migrator.baseline(target).await?),
             (None, None) => unreachable!("clap requires VERSION or --from"),
         },
+        Command::Wait { until, timeout } => {
+            let timeout = wait_timeout(timeout)?;
+            renderer.waited(&migrator.wait(until, timeout).await?)
+        }
         Command::Completions { .. } | Command::New { .. } | Command::Man => {
             unreachable!("handled above")
         }
@@ -143,7 +151,18 @@ fn write_document(
     }
 }
 
-fn rollback_scope(args: &RollbackArgs) -> RollbackScope {
+/// `wait --timeout`, held to its setting's bound.
+pub fn wait_timeout(
+    timeout: Option<std::time::Duration>,
+) -> Result<Option<std::time::Duration>, CliError> {
+    let Some(timeout) = timeout else {
+        return Ok(None);
+    };
+    let flag = dirthara::config::Origin::Named("--timeout");
+    Ok(Some(dirthara::config::WAIT_TIMEOUT.accept(timeout, flag)?))
+}
+
+pub fn rollback_scope(args: &RollbackArgs) -> RollbackScope {
     match (args.steps, args.to, args.all) {
         (Some(n), _, _) => RollbackScope::Steps(n as usize),
         (_, Some(v), _) => RollbackScope::To(v),
@@ -224,7 +243,7 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), NotConfirmed> {
     }
 }
 
-fn adopt_source(tool: &str, table: Option<String>) -> dirthara::AdoptSource {
+pub fn adopt_source(tool: &str, table: Option<String>) -> dirthara::AdoptSource {
     let tool = dirthara::Tool::parse(tool).expect("clap only accepts known tools");
     let source = dirthara::AdoptSource::new(tool);
     match table {

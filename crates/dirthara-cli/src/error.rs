@@ -29,6 +29,44 @@ pub enum CliError {
     NotConfirmed(#[from] NotConfirmed),
     #[error(transparent)]
     NewRefused(#[from] NewRefused),
+    /// A command that does not run over a fleet was given one.
+    #[error(
+        "`{command}` does not run over a fleet (--targets, --schemas, --databases, \
+         --targets-sql or [fleet] in dirthara.toml): run it on one database at a time, with \
+         -d and without the fleet"
+    )]
+    NotOverAFleet { command: &'static str },
+    /// A fleet run in which some target failed or was never started.
+    #[error(transparent)]
+    FleetIncomplete(FleetIncomplete),
+}
+
+/// A fleet run that did not succeed on every target (the report printed before says which).
+#[derive(Debug, thiserror::Error)]
+pub struct FleetIncomplete {
+    pub targets: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    /// The first target that failed, and why.
+    pub first: Option<(String, dirthara::Error)>,
+    /// A signal stopped the fleet.
+    pub interrupted: bool,
+}
+
+impl fmt::Display for FleetIncomplete {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} of {} target(s) failed", self.failed, self.targets)?;
+        if self.skipped > 0 {
+            write!(f, " and {} were not started", self.skipped)?;
+            if self.interrupted {
+                f.write_str(" (stopped by a signal)")?;
+            }
+        }
+        match &self.first {
+            Some((target, error)) => write!(f, "; the first, `{target}`: {error}"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl CliError {
@@ -42,15 +80,23 @@ impl CliError {
         match self {
             CliError::Library(error) => error.code().as_str(),
             CliError::Io { .. } => IO_ERROR,
-            CliError::NotConfirmed(_) | CliError::NewRefused(_) => {
-                dirthara::Code::ConfigError.as_str()
-            }
+            CliError::NotConfirmed(_)
+            | CliError::NewRefused(_)
+            | CliError::NotOverAFleet { .. } => dirthara::Code::ConfigError.as_str(),
+            CliError::FleetIncomplete(incomplete) => match &incomplete.first {
+                Some((_, error)) => error.code().as_str(),
+                None => dirthara::Code::Interrupted.as_str(),
+            },
         }
     }
 
     /// Whether a signal stopped the run (and so decides the exit code).
     pub fn is_interrupted(&self) -> bool {
-        matches!(self, CliError::Library(error) if matches!(error.code(), dirthara::Code::Interrupted))
+        match self {
+            CliError::Library(error) => error.code() == dirthara::Code::Interrupted,
+            CliError::FleetIncomplete(incomplete) => incomplete.interrupted,
+            _ => false,
+        }
     }
 }
 

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod error;
 mod exit;
+mod fleet;
 mod render;
 mod scaffold;
 mod settings;

@@ -2,6 +2,7 @@
 //! stderr, so `--output json` prints exactly one JSON document on stdout.
 
 mod events;
+mod fleet;
 mod progress;
 mod reports;
 
@@ -43,6 +44,23 @@ fn paint(text: &str, style: Style) -> String {
     format!("{style}{text}{style:#}")
 }
 
+/// A table on stdout: the header, then each row, columns as wide as their widest cell.
+fn table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(str::len);
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let header = header.map(String::from);
+    for row in std::iter::once(&header).chain(rows) {
+        let cells: Vec<String> = (row.iter().zip(widths))
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        stdout_line(cells.join("  ").trim_end());
+    }
+}
+
 /// `warning [CODE]: message`, the prefix coloured on a terminal.
 fn warning_line(w: &dirthara::Warning) -> String {
     format!(
@@ -76,8 +94,10 @@ impl Renderer {
             text.push_str(&library_error_details(error));
         }
         stderr_line(&text);
-        // Programs get the same facts as fields: one document, in place of the result.
+        // Programs get the same facts as fields: one document, in place of the result. A
+        // fleet's report, already printed, is that document: each target's error is in it.
         match self.format {
+            OutputFormat::Json if matches!(error, CliError::FleetIncomplete(_)) => {}
             OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
             OutputFormat::Ndjson => ndjson_line("error", serde_json::json!({ "error": error })),
             OutputFormat::Human => {}

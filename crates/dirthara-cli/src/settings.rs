@@ -8,9 +8,10 @@ use dirthara::config::{
     is_setting_variable, Origin, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
     TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
 };
+use dirthara::fleet::{FleetSettings, TargetSource};
 use dirthara::{Config, Error, Locking};
 
-use crate::cli::GlobalArgs;
+use crate::cli::{FleetArgs, GlobalArgs};
 
 const DEFAULT_CONFIG_FILE: &str = "dirthara.toml";
 
@@ -68,7 +69,38 @@ pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
             .insert(dirthara::DEFAULT_CONNECTION.to_string(), init_sql.clone());
     }
     config.strict |= args.strict;
+    apply_fleet_flags(&args.fleet, &mut config.fleet);
     Ok(config)
+}
+
+/// The fleet flags over `[fleet]`: a source named by a flag replaces the file's.
+fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
+    let source = [
+        args.targets.clone().map(TargetSource::File),
+        args.schemas.clone().map(TargetSource::Schemas),
+        args.databases.clone().map(TargetSource::Databases),
+        args.targets_sql.clone().map(TargetSource::Query),
+    ];
+    // clap lets one of them through at most.
+    if let Some(source) = source.into_iter().flatten().next() {
+        fleet.targets = Some(source);
+    }
+    let options = &mut fleet.options;
+    if let Some(jobs) = args.jobs {
+        options.jobs = jobs;
+    }
+    if let Some(canary) = args.canary {
+        options.canary = canary;
+    }
+    if let Some(max) = args.max_failures {
+        options.max_failures = Some(usize::try_from(max).unwrap_or(usize::MAX));
+    }
+    if args.keep_going {
+        options.max_failures = None;
+    }
+    if let Some(shard) = args.shard {
+        options.shard = Some(shard);
+    }
 }
 
 /// The process environment, with `.env` (when present) filling in what is not already set.

@@ -231,8 +231,47 @@ pub(crate) trait Backend: LockHost + Send {
         )))
     }
 
+    /// The schemas of this database (PostgreSQL) or the databases of its server, system ones
+    /// left out, in name order: the targets a fleet can be told to find (`--schemas`,
+    /// `--databases`).
+    async fn list_namespaces(&mut self, what: Namespaces) -> Result<Vec<String>> {
+        Err(Error::config(format!(
+            "{} has no {} to list; name the targets in a file (--targets) instead",
+            self.capabilities().database,
+            what.plural()
+        )))
+    }
+
+    /// Runs a query someone wrote to list a fleet's targets (`--targets-sql`), every value as
+    /// text (`None`: NULL).
+    async fn query_text(&mut self, _sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        Err(Error::config(format!(
+            "--targets-sql runs SQL, but the default connection is {}; name the targets in a \
+             file (--targets) instead",
+            self.capabilities().database
+        )))
+    }
+
     /// Closes the connection (releasing any session state).
     async fn close(self: Box<Self>);
+}
+
+/// What [`Backend::list_namespaces`] lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Namespaces {
+    /// The schemas of the connection's database (PostgreSQL).
+    Schemas,
+    /// The databases on the connection's server.
+    Databases,
+}
+
+impl Namespaces {
+    pub(crate) fn plural(self) -> &'static str {
+        match self {
+            Namespaces::Schemas => "schemas",
+            Namespaces::Databases => "databases",
+        }
+    }
 }
 
 /// One step for [`Backend::run`].

@@ -8,6 +8,7 @@
 
 mod env;
 mod file;
+mod fleet;
 mod read;
 mod value;
 
@@ -18,12 +19,14 @@ use std::time::Duration;
 pub use dirthara_source::files::Layout;
 
 pub use env::is_setting_variable;
+pub use file::check_jobs;
+pub use fleet::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
 pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
 pub(crate) use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING,
     LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT, TABLE_LOCK_RETRY_FOR,
-    TABLE_LOCK_TIMEOUT,
+    TABLE_LOCK_TIMEOUT, WAIT_TIMEOUT,
 };
 
 use crate::error::{Error, Result};
@@ -70,6 +73,8 @@ pub struct Config {
     /// SQL run on every session dirthara opens on a connection, by connection name, before
     /// the lock is taken and again whenever a session is reset between migrations.
     pub init_sql: BTreeMap<String, String>,
+    /// `[fleet]`: the targets commands run over, and how (see [`crate::fleet`]).
+    pub fleet: FleetSettings,
 }
 
 impl Default for Config {
@@ -88,6 +93,7 @@ impl Default for Config {
             table_lock_timeout: Some(Duration::from_secs(2)),
             table_lock_retry_for: Duration::from_secs(10 * 60),
             init_sql: BTreeMap::new(),
+            fleet: FleetSettings::default(),
         }
     }
 }

@@ -53,6 +53,12 @@ pub struct Migrator {
     /// Rust migrations by version; `extra` holds their planner records.
     code: BTreeMap<i64, Arc<dyn RustMigration>>,
     shutdown: Option<watch::Receiver<bool>>,
+    /// Migrations already loaded and validated, with the down steps said (a fleet loads its
+    /// files once for every target): used instead of loading again.
+    preloaded: Option<(DownSteps, Arc<Vec<Migration>>)>,
+    /// PostgreSQL: the schema the history connection works in (a fleet target's), its
+    /// `search_path`; `None`: the connection's own.
+    schema: Option<String>,
 }
 
 impl Migrator {
@@ -66,6 +72,8 @@ impl Migrator {
             extra: Arc::new(Vec::new()),
             code: BTreeMap::new(),
             shutdown: None,
+            preloaded: None,
+            schema: None,
         }
     }
 
@@ -147,6 +155,57 @@ impl Migrator {
         &self.config
     }
 
+    /// Where its events go.
+    pub(crate) fn events(&self) -> &EventSink {
+        &self.events
+    }
+
+    /// Whether a shutdown signal has come.
+    pub(crate) fn stopped(&self) -> bool {
+        self.shutdown.as_ref().is_some_and(|rx| *rx.borrow())
+    }
+
+    /// The same migrator for one target of a fleet: another configuration, its own events
+    /// (naming the target) and, on PostgreSQL, the target's schema.
+    pub(crate) fn for_target(
+        &self,
+        config: Config,
+        events: EventSink,
+        schema: Option<String>,
+    ) -> Self {
+        Migrator {
+            config,
+            events,
+            schema,
+            ..self.clone()
+        }
+    }
+
+    /// Uses `migrations`, loaded and validated with `downs`, instead of loading again.
+    pub(crate) fn with_preloaded(
+        mut self,
+        downs: DownSteps,
+        migrations: Arc<Vec<Migration>>,
+    ) -> Self {
+        self.preloaded = Some((downs, migrations));
+        self
+    }
+
+    /// The migrations a command runs with: the preloaded ones when they have the down steps
+    /// it needs, else loaded now.
+    fn migrations(
+        &self,
+        downs: DownSteps,
+        connections: &Connections,
+    ) -> Result<Arc<Vec<Migration>>> {
+        match &self.preloaded {
+            Some((loaded, migrations)) if *loaded == DownSteps::Read || *loaded == downs => {
+                Ok(Arc::clone(migrations))
+            }
+            _ => self.load_steps(downs, connections).map(Arc::new),
+        }
+    }
+
     fn plan_options(&self) -> PlanOptions {
         PlanOptions {
             strict: self.config.strict,
@@ -207,9 +266,27 @@ impl Migrator {
             read_only,
             init_sql: self.config.init_sql.get(name).cloned(),
             history_table: self.config.history_table.clone(),
+            schema: (name == self.config.history_connection)
+                .then(|| self.schema.clone())
+                .flatten(),
         };
         self.unless_stopped(self.connector.connect(&request, &self.events))
             .await
+    }
+
+    /// The history connection, read-only, for finding a fleet's targets there.
+    pub(crate) async fn connect_for_listing(&self) -> Result<Box<dyn Backend>> {
+        let connections = self.connections();
+        self.checked(&connections)?;
+        self.connect_history(&connections, "fleet").await
+    }
+
+    /// Loads and validates the migrations once, for a fleet's targets of this migrator's kind
+    /// of database (see [`Migrator::with_preloaded`]).
+    pub(crate) fn preload(&self, downs: DownSteps) -> Result<Arc<Vec<Migration>>> {
+        let connections = self.connections();
+        self.checked(&connections)?;
+        self.migrations(downs, &connections)
     }
 
     /// The history connection for a command that only reads (status, preview, unlock).
@@ -251,7 +328,7 @@ impl Migrator {
         operation: &str,
         downs: DownSteps,
         runs_steps: bool,
-    ) -> Result<(Vec<Migration>, Box<dyn Backend>)> {
+    ) -> Result<(Arc<Vec<Migration>>, Box<dyn Backend>)> {
         let kind = self.checked(connections);
         // What the URL's kind of database promises; the server it reaches may offer less,
         // which the session finds out once connected.
@@ -262,12 +339,13 @@ impl Migrator {
         };
         let connection = self.config.history_connection.as_str();
         match kind.as_ref().map(|&kind| (kind, lockable(kind))) {
-            Ok((kind, Ok(()))) if kind.is_server() => {
+            Ok((kind, Ok(()))) if kind.is_server() && self.preloaded.is_none() => {
                 let loader = self.clone();
                 let loading = async {
                     let kinds = connections.clone();
-                    let loaded =
-                        tokio::task::spawn_blocking(move || loader.load_steps(downs, &kinds));
+                    let loaded = tokio::task::spawn_blocking(move || {
+                        loader.load_steps(downs, &kinds).map(Arc::new)
+                    });
                     let loaded = self.unless_stopped(async {
                         loaded.await.unwrap_or_else(|panicked| {
                             std::panic::resume_unwind(panicked.into_panic())
@@ -293,7 +371,7 @@ impl Migrator {
             // One after the other, in the order the errors are reported: the files, the
             // configuration, the connections the files name, the lock, the connection.
             _ => {
-                let available = self.load_steps(downs, connections)?;
+                let available = self.migrations(downs, connections)?;
                 let kind = kind?;
                 if runs_steps {
                     self.check_connections(&available)?;
@@ -337,6 +415,9 @@ mod load;
 mod preview;
 mod session;
 mod step;
+mod wait;
+
+pub use wait::{WaitFor, WaitReport};
 
 #[cfg(test)]
 mod tests;

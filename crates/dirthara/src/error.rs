@@ -173,6 +173,25 @@ pub enum ErrorKind {
         /// What went wrong with the history.
         message: String,
     },
+    /// `wait`: the history applied a migration these files do not have — the database is
+    /// newer than this build.
+    NewerDatabase {
+        /// The recorded version without a file here.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+    },
+    /// `wait`: the migrations waited for were not all applied in time.
+    WaitTimedOut {
+        /// How long it waited.
+        waited: Duration,
+        /// How many of the migrations waited for were applied when it gave up.
+        applied: usize,
+        /// How many it waited for.
+        wanted: usize,
+        /// What it saw last (a database not reachable, a runner holding the lock, ...).
+        last_seen: String,
+    },
 }
 
 /// The error returned by every dirthara operation.
@@ -280,6 +299,8 @@ impl Error {
             ErrorKind::Config { .. } => Code::ConfigError,
             ErrorKind::Connection { .. } => Code::ConnectionError,
             ErrorKind::History { .. } => Code::HistoryError,
+            ErrorKind::NewerDatabase { .. } => Code::MissingMigration,
+            ErrorKind::WaitTimedOut { .. } => Code::WaitTimeout,
         }
     }
 

@@ -320,6 +320,54 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         reverses_nothing: bool,
     },
+    /// `wait`: the history does not hold every migration waited for yet (said every 10 s).
+    HistoryWaiting {
+        /// How many of them are applied.
+        applied: usize,
+        /// How many are waited for.
+        wanted: usize,
+        /// What it saw (pending migrations, a runner migrating, a database not reachable).
+        seen: String,
+        /// How long it has waited (`waited_ms` in JSON).
+        #[serde(rename = "waited_ms", serialize_with = "serialize_ms")]
+        waited: Duration,
+    },
+    /// A fleet run begins: this many targets, each under its own lock.
+    FleetPlanned {
+        /// The command: `migrate`, `status`, ...
+        operation: String,
+        /// The targets of this run (this runner's shard).
+        targets: usize,
+        /// Targets run at a time.
+        jobs: usize,
+    },
+    /// A fleet's target starts (the event's `target` names it).
+    TargetStarted {
+        /// It is run again at the end, after its lock was found held the first time.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        deferred: bool,
+    },
+    /// A fleet's target was left for the end: another runner holds its lock.
+    TargetDeferred {
+        /// Who holds it, as far as the database can tell.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        holder: Option<String>,
+    },
+    /// A fleet's target ended.
+    TargetFinished {
+        /// How it ended.
+        outcome: crate::fleet::Outcome,
+        /// Migrations applied there.
+        applied: usize,
+        /// Migrations reverted there.
+        reverted: usize,
+        /// The error's code, when it failed.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// How long it took (`duration_ms` in JSON).
+        #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
+        duration: Duration,
+    },
     /// Something someone should look at; the command goes on.
     Warning(Warning),
 }
@@ -475,6 +523,50 @@ fn trace_event(event: &Event) {
             blocker = %blocker.as_ref().map(ToString::to_string).unwrap_or_default(),
             retry_in_ms = retry_in.as_millis() as u64,
             "a statement gave way to the application's table lock; retrying"
+        ),
+        EventKind::HistoryWaiting {
+            applied,
+            wanted,
+            seen,
+            waited,
+        } => info!(
+            target: "dirthara",
+            applied,
+            wanted,
+            waited_ms = waited.as_millis() as u64,
+            "waiting for the history: {seen}"
+        ),
+        EventKind::FleetPlanned {
+            operation,
+            targets,
+            jobs,
+        } => info!(target: "dirthara", %operation, targets, jobs, "fleet planned"),
+        EventKind::TargetStarted { deferred } => info!(
+            target: "dirthara",
+            fleet_target = event.target.as_deref().unwrap_or_default(),
+            deferred,
+            "target started"
+        ),
+        EventKind::TargetDeferred { holder } => info!(
+            target: "dirthara",
+            fleet_target = event.target.as_deref().unwrap_or_default(),
+            holder = holder.as_deref().unwrap_or_default(),
+            "target's lock held: left for the end"
+        ),
+        EventKind::TargetFinished {
+            outcome,
+            applied,
+            duration,
+            error,
+            ..
+        } => info!(
+            target: "dirthara",
+            fleet_target = event.target.as_deref().unwrap_or_default(),
+            %outcome,
+            applied,
+            error = error.as_deref().unwrap_or_default(),
+            duration_ms = duration.as_millis() as u64,
+            "target finished"
         ),
         EventKind::Warning(warning) => {
             warn!(target: "dirthara", code = %warning.code, "{}", warning.message)

@@ -15,13 +15,87 @@ impl Renderer {
         let interactive =
             self.format == OutputFormat::Human && !self.quiet && std::io::stderr().is_terminal();
         if !interactive {
-            return EventSink::new(move |event| self.event(event));
+            return EventSink::new(move |event| self.event(event, false));
         }
         let progress = Progress::default();
-        EventSink::new(move |event| progress.around(event, || self.event(event)))
+        EventSink::new(move |event| progress.around(event, || self.event(event, true)))
     }
 
-    fn event(&self, event: &Event) {
+    /// With `bar`, a progress bar shows how a fleet goes: a line for each target that ends is
+    /// printed only when it failed (or with `-v`).
+    fn event(&self, event: &Event, bar: bool) {
+        if let Some(target) = &event.target {
+            if self.format == OutputFormat::Human {
+                return self.target_event(target, event, bar);
+            }
+        }
+        self.run_event(event)
+    }
+
+    /// An event of one target of a fleet, for people: the target's name before the line, and
+    /// only what tells how the fleet goes (its migrations one by one only with `-v`).
+    fn target_event(&self, target: &str, event: &Event, bar: bool) {
+        let line = |text: &str| stderr_line(&format!("[{target}] {text}"));
+        match &event.kind {
+            EventKind::Warning(w) => line(&warning_line(w)),
+            EventKind::TableLockTimeout { .. } => line(&table_lock_line(&event.kind)),
+            EventKind::Unlocked { .. } => line(
+                "notice: running WITHOUT the migration lock (locking is off); nothing stops \
+                 another runner from migrating at the same time",
+            ),
+            _ if self.quiet => {}
+            EventKind::TargetDeferred { holder } => line(&format!(
+                "its lock is held by {}; coming back to it at the end",
+                holder.as_deref().unwrap_or("another runner")
+            )),
+            EventKind::TargetFinished {
+                outcome,
+                applied,
+                reverted,
+                error,
+                duration,
+            } if !bar || self.verbose > 0 || *outcome == dirthara::fleet::Outcome::Failed => {
+                let mut done = Vec::new();
+                if *applied > 0 {
+                    done.push(format!("applied {applied}"));
+                }
+                if *reverted > 0 {
+                    done.push(format!("reverted {reverted}"));
+                }
+                let mut text = match (outcome, done.is_empty()) {
+                    (dirthara::fleet::Outcome::Applied, true) => "recorded".to_string(),
+                    (dirthara::fleet::Outcome::Applied, false) => done.join(", "),
+                    (outcome, true) => outcome.to_string().replace('_', " "),
+                    (outcome, false) => format!("{outcome} after {}", done.join(", ")),
+                };
+                if let Some(code) = error {
+                    text.push_str(&format!(" [{code}]"));
+                }
+                line(&format!("{text} ({})", format_duration(*duration)));
+            }
+            EventKind::MigrationFinished {
+                version,
+                name,
+                direction,
+                duration,
+                ..
+            } if self.verbose > 0 => line(&format!(
+                "{direction} {version} {name} ({})",
+                format_duration(*duration)
+            )),
+            EventKind::LockWaiting { holder, waited, .. } => line(&format!(
+                "waiting for its lock, held by {} (waited {})",
+                holder
+                    .as_ref()
+                    .map_or("another session".to_string(), |h| h.to_string()),
+                format_duration(*waited)
+            )),
+            EventKind::HistoryWaiting { .. } => line(&history_waiting_line(&event.kind)),
+            _ => {}
+        }
+    }
+
+    fn run_event(&self, event: &Event) {
         if self.format == OutputFormat::Ndjson {
             if let Ok(line) = serde_json::to_string(event) {
                 stdout_line(&line);
@@ -77,6 +151,7 @@ impl Renderer {
             EventKind::LockReleased { lock, connection } if self.verbose > 0 => {
                 stderr_line(&format!("released lock `{lock}` on `{connection}`"))
             }
+            EventKind::HistoryWaiting { .. } => stderr_line(&history_waiting_line(&event.kind)),
             EventKind::Planned {
                 by_digest: true, ..
             } if self.verbose > 0 => stderr_line(
@@ -157,5 +232,22 @@ fn table_lock_line(event: &EventKind) -> String {
          {}, {} of the retry budget left",
         format_duration(*retry_in),
         format_duration(*budget_left)
+    )
+}
+
+/// `wait`'s periodic word: how far the history is.
+fn history_waiting_line(event: &EventKind) -> String {
+    let EventKind::HistoryWaiting {
+        applied,
+        wanted,
+        seen,
+        waited,
+    } = event
+    else {
+        return String::new();
+    };
+    format!(
+        "waiting: {applied} of {wanted} migration(s) applied ({seen}); waited {}",
+        format_duration(*waited)
     )
 }

@@ -152,21 +152,7 @@ impl Renderer {
                     ]
                 })
                 .collect();
-            let header = ["VERSION", "NAME", "STATE", "BATCH", "APPLIED AT"].map(String::from);
-            let mut widths = header.clone().map(|h| h.len());
-            for row in &rows {
-                for (w, cell) in widths.iter_mut().zip(row) {
-                    *w = (*w).max(cell.len());
-                }
-            }
-            for row in std::iter::once(&header).chain(&rows) {
-                let cells: Vec<String> = row
-                    .iter()
-                    .zip(widths)
-                    .map(|(cell, w)| format!("{cell:<w$}"))
-                    .collect();
-                stdout_line(cells.join("  ").trim_end());
-            }
+            super::table(["VERSION", "NAME", "STATE", "BATCH", "APPLIED AT"], &rows);
             // Why each dirty migration is dirty, where the failing run could record it.
             for m in &status.migrations {
                 if let Some(failure) = &m.failure {

@@ -33,6 +33,11 @@ pub(crate) struct ConnectRequest {
     pub init_sql: Option<String>,
     /// The history table (bare name): fixed per connection, like the schema it resolves to.
     pub history_table: String,
+    /// PostgreSQL: the schema the session works in, set as its `search_path` before
+    /// `init_sql` (a fleet target that is one schema of a database). Its history, lock and
+    /// migrations then live there.
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    pub schema: Option<String>,
 }
 
 /// Opens connections. The default one dispatches on the URL scheme.

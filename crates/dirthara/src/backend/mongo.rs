@@ -15,7 +15,7 @@ use mongodb::{Client, ClientSession, Database};
 
 use super::history_tables::{self, Known, Prepared};
 use super::{session_label, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
-use super::{Step, StepBody, StepFailure};
+use super::{Namespaces, Step, StepBody, StepFailure};
 use crate::code::{Connection, RustMigration};
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
@@ -261,6 +261,18 @@ impl Backend for MongoBackend {
         }
         dropped.sort();
         Ok(dropped)
+    }
+
+    async fn list_namespaces(&mut self, what: Namespaces) -> Result<Vec<String>> {
+        if what == Namespaces::Schemas {
+            return Err(Error::config(
+                "MongoDB has no schemas: use --databases, or name the targets in a file (--targets)",
+            ));
+        }
+        let mut names = (self.client.list_database_names().await).map_err(|e| self.error(e))?;
+        names.retain(|name| !matches!(name.as_str(), "admin" | "local" | "config"));
+        names.sort();
+        Ok(names)
     }
 
     async fn close(self: Box<Self>) {

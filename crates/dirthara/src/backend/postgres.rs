@@ -66,7 +66,10 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         .map_err(|e| ConnectFailure::driver(format!("invalid PostgreSQL URL: {e}"), e, false))?
         .application_name(&session_label(&request.operation))
         .disable_statement_logging();
-    let (conn, setup, identity) = open(&options, request.init_sql.as_deref()).await?;
+    let search_path = (request.schema.as_deref())
+        .map(|schema| format!("SET search_path TO {}", Dialect::Postgres.ident(schema)));
+    let setup = [search_path.as_deref(), request.init_sql.as_deref()];
+    let (conn, setup, identity) = open(&options, setup).await?;
     let driver = PgDriver {
         lock_key: lock_key(&identity.database, &identity.schema, &request.history_table),
         database_oid: identity.database_oid,
@@ -121,31 +124,38 @@ fn identity(row: &sqlx::postgres::PgRow) -> Result<Identity, sqlx::Error> {
 }
 
 /// Opens a session the way every dirthara session is opened, returning it with the setup
-/// it ran (to run again after each reset) and what it learnt about itself.
+/// it ran (to run again after each reset) and what it learnt about itself. `setup` is what
+/// the session is told before anything else, in order: its schema, then `init_sql`.
 async fn open(
     options: &PgConnectOptions,
-    init_sql: Option<&str>,
+    setup: [Option<&str>; 2],
 ) -> Result<(PgConnection, String, Identity), ConnectFailure> {
+    let [search_path, init_sql] = setup;
     let mut conn = options.connect().await.map_err(connect_failure)?;
-    // The usual case takes one round trip: a server that knows the setting, no init_sql.
+    // The usual case takes one round trip: a server that knows the setting, no init_sql (a
+    // schema is set in the same message).
     if init_sql.is_none() && conn.server_version_num().is_some_and(|v| v >= 140_000) {
+        let setup = match search_path {
+            Some(search_path) => format!("{CHECK_INTERVAL};\n{search_path}"),
+            None => CHECK_INTERVAL.to_string(),
+        };
         let both = conn
-            .fetch_all(format!("{CHECK_INTERVAL}; {IDENTITY}").as_str())
+            .fetch_all(format!("{setup}; {IDENTITY}").as_str())
             .await;
         if let Some(Ok(found)) = both.ok().and_then(|rows| rows.last().map(identity)) {
-            return Ok((conn, CHECK_INTERVAL.to_string(), found));
+            return Ok((conn, setup, found));
         }
     }
     let mut setup = match conn.execute(CHECK_INTERVAL).await {
         Ok(_) => CHECK_INTERVAL.to_string(),
         Err(_) => String::new(),
     };
-    if let Some(init_sql) = init_sql {
-        super::run_init_sql(conn.execute(init_sql).await.map(|_| ()), init_sql)?;
+    for sql in [search_path, init_sql].into_iter().flatten() {
+        super::run_init_sql(conn.execute(sql).await.map(|_| ()), sql)?;
         if !setup.is_empty() {
             setup.push_str(";\n");
         }
-        setup.push_str(init_sql);
+        setup.push_str(sql);
     }
     let row = conn.fetch_one(IDENTITY).await.map_err(connect_failure)?;
     let found = identity(&row).map_err(connect_failure)?;

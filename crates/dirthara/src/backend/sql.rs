@@ -7,7 +7,7 @@
 use async_trait::async_trait;
 
 use super::history_tables::{self, Known, Prepared};
-use super::{database_message, Backend, Capabilities, ConnectRequest, Step};
+use super::{database_message, Backend, Capabilities, ConnectRequest, Namespaces, Step};
 use super::{StepBody, StepFailure};
 use crate::code::Connection;
 use crate::error::{Error, Result};
@@ -385,6 +385,39 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         let sql = dialect.read_table_sql(table, columns, order_by);
         let rows = self.driver.fetch_text(&sql).await;
         rows.map(Some).map_err(|e| self.history_error(e))
+    }
+
+    async fn list_namespaces(&mut self, what: Namespaces) -> Result<Vec<String>> {
+        let dialect = self.driver.dialect();
+        let Some(sql) = dialect.list_namespaces_sql(what) else {
+            return Err(Error::config(format!(
+                "{} has no {}: {}",
+                dialect.database_name(),
+                what.plural(),
+                match (dialect, what) {
+                    (Dialect::Mysql, Namespaces::Schemas) => {
+                        "on MySQL/MariaDB a schema is a database; use --databases"
+                    }
+                    _ => "name the targets in a file (--targets) instead",
+                }
+            )));
+        };
+        let rows = (self.driver.fetch_text(&sql).await).map_err(|e| self.history_error(e))?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|mut row| row.first_mut()?.take())
+            .collect())
+    }
+
+    async fn query_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        self.driver.fetch_text(sql).await.map_err(|e| {
+            Error::config(format!(
+                "--targets-sql `{sql}` failed on `{}`: {}; it must return text columns (name, \
+                 url) or (url)",
+                self.connection,
+                database_message(&e)
+            ))
+        })
     }
 
     async fn close(self: Box<Self>) {

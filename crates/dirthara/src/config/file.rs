@@ -9,7 +9,7 @@ use super::value::{
     Origin, Setting, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
     TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
 };
-use super::{Config, Layout};
+use super::{Config, FleetSettings, Layout, Shard, TargetSource};
 use crate::error::{Error, Result};
 
 /// One entry of `directories`: a path, or `{ path = "...", format = "goose" }`.
@@ -36,6 +36,83 @@ struct ConfigFile {
     table_lock_timeout: Option<toml::Value>,
     table_lock_retry_for: Option<toml::Value>,
     init_sql: Option<BTreeMap<String, String>>,
+    fleet: Option<FleetFile>,
+}
+
+/// `[fleet]`: one source of targets at most, and how to run them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FleetFile {
+    targets: Option<PathBuf>,
+    schemas: Option<String>,
+    databases: Option<String>,
+    targets_sql: Option<String>,
+    jobs: Option<usize>,
+    canary: Option<usize>,
+    max_failures: Option<usize>,
+    keep_going: Option<bool>,
+    shard: Option<String>,
+}
+
+impl FleetFile {
+    /// Into `settings`, with a targets file taken from the configuration file's directory.
+    fn merge_into(self, settings: &mut FleetSettings, origin: &str, base: &Path) -> Result<()> {
+        let sources = [
+            self.targets.map(|path| TargetSource::File(base.join(path))),
+            self.schemas.map(TargetSource::Schemas),
+            self.databases.map(TargetSource::Databases),
+            self.targets_sql.map(TargetSource::Query),
+        ];
+        let mut sources = sources.into_iter().flatten();
+        if let Some(source) = sources.next() {
+            if sources.next().is_some() {
+                return Err(Error::config(format!(
+                    "{origin}: [fleet] names its targets more than one way; keep one of \
+                     `targets`, `schemas`, `databases` and `targets_sql`"
+                )));
+            }
+            settings.targets = Some(source);
+        }
+        let options = &mut settings.options;
+        if let Some(jobs) = self.jobs {
+            options.jobs =
+                check_jobs(jobs).map_err(|e| Error::config(format!("{origin}: [fleet] {e}")))?;
+        }
+        if let Some(canary) = self.canary {
+            options.canary = canary;
+        }
+        match (self.max_failures, self.keep_going) {
+            (Some(_), Some(true)) => {
+                return Err(Error::config(format!(
+                    "{origin}: [fleet] sets both `max_failures` and `keep_going = true`; keep one"
+                )))
+            }
+            (Some(0), _) => {
+                return Err(Error::config(format!(
+                    "{origin}: [fleet] `max_failures` must be at least 1 (`keep_going = true` \
+                     never stops)"
+                )))
+            }
+            (Some(max), _) => options.max_failures = Some(max),
+            (None, Some(true)) => options.max_failures = None,
+            (None, _) => {}
+        }
+        if let Some(shard) = self.shard {
+            let shard = Shard::parse(&shard)
+                .map_err(|e| Error::config(format!("{origin}: [fleet] `shard`: {e}")))?;
+            options.shard = Some(shard);
+        }
+        Ok(())
+    }
+}
+
+/// How many targets at a time: 1 to 1,024.
+pub fn check_jobs(jobs: usize) -> std::result::Result<usize, String> {
+    if (1..=1024).contains(&jobs) {
+        Ok(jobs)
+    } else {
+        Err(format!("`jobs` is {jobs}; run 1 to 1024 targets at a time"))
+    }
 }
 
 impl Config {
@@ -120,6 +197,9 @@ impl Config {
         }
         if let Some(init_sql) = file.init_sql {
             self.init_sql.extend(init_sql);
+        }
+        if let Some(fleet) = file.fleet {
+            fleet.merge_into(&mut self.fleet, origin, base)?;
         }
         Ok(())
     }

@@ -212,6 +212,14 @@ pub const CONNECT_TIMEOUT: Setting<Duration> = Setting {
     check: bounded_connect_timeout,
 };
 
+/// `wait --timeout`: a duration ([`parse_duration`]) of at most [`MAX_WAIT`].
+pub const WAIT_TIMEOUT: Setting<Duration> = Setting {
+    key: "timeout",
+    expected: "a duration such as '5m'",
+    syntax: parse_duration,
+    check: bounded_connect_timeout,
+};
+
 /// `table_lock_timeout`: `off` (`None`: a statement waits for its table lock as long as it
 /// takes), or a duration ([`parse_duration`]) of at least 1 ms and at most [`MAX_WAIT`]. A
 /// zero is refused: PostgreSQL reads `lock_timeout = 0` as "no timeout", which is `off`.

@@ -29,7 +29,7 @@ impl Migrator {
     /// ```
     pub async fn status(&self) -> Result<StatusReport> {
         let connections = self.connections();
-        let available = self.load_steps(DownSteps::Skip, &connections)?;
+        let available = self.migrations(DownSteps::Skip, &connections)?;
         self.checked(&connections)?;
         let mut history = self.connect_history(&connections, "status").await?;
         let result = async {
@@ -107,7 +107,7 @@ impl Migrator {
 
     /// The lock as `status` and `unlock` show it: both primitives are looked at, and a
     /// failed inspection is the state `unknown` with its reason.
-    async fn lock_report(&self, host: &mut dyn lock::LockHost) -> LockReport {
+    pub(super) async fn lock_report(&self, host: &mut dyn lock::LockHost) -> LockReport {
         let connection = self.config.history_connection.as_str();
         lock::inspect(host, self.config.locking, connection).await
     }

@@ -17,7 +17,7 @@ impl Migrator {
     pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
         let connections = self.connections();
-        let available = self.load_steps(DownSteps::Skip, &connections)?;
+        let available = self.migrations(DownSteps::Skip, &connections)?;
         self.checked(&connections)?;
         let mut history = self.connect_history(&connections, "preview").await?;
         let result = async {
@@ -52,7 +52,7 @@ impl Migrator {
     /// ```
     pub async fn preview(&self, command: Command) -> Result<Preview> {
         let connections = self.connections();
-        let available = self.load_steps(command.down_steps(), &connections)?;
+        let available = self.migrations(command.down_steps(), &connections)?;
         self.checked(&connections)?;
         let applied = self.read_history_unlocked(&connections, "preview").await?;
         let planned = plan::plan(&available, &applied, command, self.plan_options())?;

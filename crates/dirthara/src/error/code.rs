@@ -54,6 +54,8 @@ pub enum Code {
     /// `table_lock_timeout`. A warning for each attempt that gave way and is retried; an error
     /// when `table_lock_retry_for` ran out (nothing applied, nothing recorded).
     TableLockTimeout,
+    /// `WAIT_TIMEOUT`: `wait` gave up before the history held every migration waited for.
+    WaitTimeout,
 }
 
 impl Code {
@@ -78,6 +80,7 @@ impl Code {
             Code::HistoryError => "HISTORY_ERROR",
             Code::SkippedFile => "SKIPPED_FILE",
             Code::TableLockTimeout => "TABLE_LOCK_TIMEOUT",
+            Code::WaitTimeout => "WAIT_TIMEOUT",
         }
     }
 }

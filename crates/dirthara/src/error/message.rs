@@ -222,6 +222,24 @@ impl fmt::Display for Error {
                  {actual}, the history recorded {recorded}. Restore the file, or write a new migration \
                  for the change; if the edit was deliberate, run `dirthara resolve {version} --accept-checksum`"
             ),
+            ErrorKind::NewerDatabase { version, name } => write!(
+                f,
+                "the database has migration {version} ({name}) applied, which these migration \
+                 files do not have: the database is newer than this build. Deploy the build \
+                 that has it (or check --dir and `directories`)"
+            ),
+            ErrorKind::WaitTimedOut {
+                waited,
+                applied,
+                wanted,
+                last_seen,
+            } => write!(
+                f,
+                "gave up waiting after {}: {applied} of the {wanted} migration(s) waited for \
+                 are applied ({last_seen}). Is the migration job running? `dirthara status` \
+                 shows where the database stands",
+                crate::format::format_duration(*waited)
+            ),
             ErrorKind::MissingMigration { version, name } => write!(
                 f,
                 "migration {version} ({name}) is recorded as applied but its file is missing from the \

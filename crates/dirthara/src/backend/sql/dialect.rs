@@ -3,6 +3,7 @@
 //! drops. Values spliced in are integers, hex checksums and names from a safe alphabet, and
 //! are still quoted with [`Dialect::literal`].
 
+use crate::backend::Namespaces;
 use crate::history::{HistoryChange, HISTORY_LAYOUT_VERSION};
 
 /// The SQL flavour of a backend. (A variant is only constructed when its backend's feature
@@ -157,6 +158,39 @@ impl Dialect {
                  WHERE table_schema = {} AND table_name IN ({list})",
                 schema("DATABASE()")
             ),
+        }
+    }
+
+    /// The schemas of the session's database (PostgreSQL), or the databases of its server,
+    /// without the system ones, in name order; `None` where there are none to list.
+    pub(crate) fn list_namespaces_sql(self, what: Namespaces) -> Option<String> {
+        match (self, what) {
+            (Dialect::Postgres, Namespaces::Schemas) => Some(
+                "SELECT nspname::text FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' \
+                 AND nspname <> 'information_schema' ORDER BY 1"
+                    .into(),
+            ),
+            (Dialect::Postgres, Namespaces::Databases) => Some(
+                "SELECT datname::text FROM pg_database WHERE datallowconn AND NOT datistemplate \
+                 ORDER BY 1"
+                    .into(),
+            ),
+            (Dialect::Mysql, Namespaces::Databases) => Some(
+                "SELECT CAST(schema_name AS CHAR) FROM information_schema.schemata WHERE \
+                 schema_name NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') \
+                 ORDER BY 1"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
+    /// The database's name in messages.
+    pub(crate) fn database_name(self) -> &'static str {
+        match self {
+            Dialect::Sqlite => "SQLite",
+            Dialect::Postgres => "PostgreSQL",
+            Dialect::Mysql => "MySQL/MariaDB",
         }
     }
 

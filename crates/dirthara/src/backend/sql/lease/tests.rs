@@ -16,6 +16,7 @@ async fn backend(url: &str) -> Box<dyn Backend> {
         read_only: false,
         init_sql: None,
         history_table: "dirthara_migrations".into(),
+        schema: None,
     };
     match sqlite::connect(&request).await {
         Ok(backend) => backend,

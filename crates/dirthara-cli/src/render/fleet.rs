@@ -1,0 +1,110 @@
+//! A fleet run's result: one JSON document, a last `result` line, or for people a table of
+//! every target that was not simply fine and a line of totals (or where the fleet stands).
+
+use dirthara::fleet::{FleetReport, Outcome, TargetReport};
+use dirthara::{format_duration, WaitReport};
+
+use super::{stdout_line, table, Renderer};
+use crate::cli::OutputFormat;
+
+impl Renderer {
+    pub fn fleet(&self, report: &FleetReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(report),
+            OutputFormat::Ndjson => return self.ndjson_result(report),
+            OutputFormat::Human => {}
+        }
+        let rows: Vec<[String; 3]> = (report.not_fine())
+            .map(|t| [t.name.clone(), t.outcome.to_string(), detail(t)])
+            .collect();
+        if !rows.is_empty() {
+            table(["TARGET", "OUTCOME", "DETAIL"], &rows);
+        }
+        let totals = &report.totals;
+        let line = match &report.status {
+            Some(status) => format!("{} target(s): {status}", totals.targets),
+            None => {
+                let mut parts = vec![
+                    format!("{} applied", totals.applied),
+                    format!("{} up to date", totals.up_to_date),
+                ];
+                if totals.pending > 0 {
+                    parts.push(format!("{} with something to do", totals.pending));
+                }
+                parts.push(format!("{} failed", totals.failed));
+                parts.push(format!("{} skipped", totals.skipped));
+                let mut line = format!("{} target(s): {}", totals.targets, parts.join(", "));
+                if totals.migrations_applied > 0 {
+                    line.push_str(&format!(
+                        "; {} migration(s) applied",
+                        totals.migrations_applied
+                    ));
+                }
+                if totals.migrations_reverted > 0 {
+                    line.push_str(&format!("; {} reverted", totals.migrations_reverted));
+                }
+                line
+            }
+        };
+        stdout_line(&line);
+    }
+
+    pub fn waited(&self, report: &WaitReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(report),
+            OutputFormat::Ndjson => return self.ndjson_result(report),
+            OutputFormat::Human => {}
+        }
+        if self.quiet {
+            return;
+        }
+        let waited = format_duration(std::time::Duration::from_millis(report.waited_ms));
+        stdout_line(&match report.until {
+            Some(version) => format!(
+                "The database has every migration up to {version} applied (waited {waited})."
+            ),
+            None => "There are no migrations to wait for.".to_string(),
+        });
+    }
+}
+
+/// What to say of a target that was not simply fine.
+fn detail(target: &TargetReport) -> String {
+    let mut parts = Vec::new();
+    if target.deferred {
+        parts.push("its lock was held by another runner: done last".to_string());
+    }
+    if let Some(status) = &target.status {
+        if let Some(newest) = status.newest {
+            parts.push(format!("at {newest}"));
+        }
+        if status.pending > 0 {
+            parts.push(format!("{} pending", status.pending));
+        }
+        if status.dirty {
+            parts.push("dirty".into());
+        }
+        if status.drifted > 0 {
+            parts.push(format!("{} missing or changed", status.drifted));
+        }
+        if status.locked {
+            parts.push("locked".into());
+        }
+    }
+    if let Some(preview) = &target.preview {
+        parts.push(format!("{} step(s) to run", preview.steps.len()));
+    }
+    if !target.applied.is_empty() {
+        parts.push(format!("{} applied", target.applied.len()));
+    }
+    match (&target.error, target.outcome) {
+        (Some(error), _) => {
+            let message = error.to_string();
+            let first = message.lines().next().unwrap_or_default();
+            parts.push(format!("[{}] {first}", error.code()));
+        }
+        (None, Outcome::Skipped) => parts.push("not started".into()),
+        _ => {}
+    }
+    parts.join("; ")
+}

@@ -1,0 +1,121 @@
+//! Fleets: one command over many targets — every tenant's schema or database — in parallel,
+//! each under its own lock exactly as a single run, shared safely by several runners.
+//!
+//! - `fleet/targets.rs`: where targets come from (a file, the schemas or databases of the
+//!   `default` connection, a query), their names, and the stable split into shards;
+//! - `fleet/run.rs`: the schedule — files loaded once, `jobs` targets at a time, the canary
+//!   first, failures counted against `max_failures`, a target whose lock is held left for
+//!   the end, a signal that stops the starting;
+//! - `fleet/report.rs`: what happened on each target, the totals, and where a fleet stands.
+//!
+//! Several runners (hosts, CI shards, two deploys at once) need no coordinator: the lock of
+//! each target is its own. A runner that finds a target's lock held moves on and comes back to
+//! it at the end, where it waits as `lock_wait` says and then finds nothing left to do.
+
+mod report;
+mod run;
+mod targets;
+
+use std::time::Duration;
+
+pub use crate::config::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
+pub use report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
+
+use crate::engine::Migrator;
+use crate::plan::{Command, Resolution};
+
+/// A command over a fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FleetCommand {
+    /// `migrate`, `rollback`, `down`, `to` (locked; `refresh` and `fresh` are refused).
+    Run(Command),
+    /// `baseline V`.
+    Baseline(i64),
+    /// `resolve V ...`.
+    Resolve(i64, Resolution),
+    /// `status`: read-only, no lock.
+    Status,
+    /// `preview <command>`: read-only, no lock.
+    Preview(Command),
+    /// `wait`: read-only, no lock; the timeout is the whole fleet's (`None`: for ever).
+    Wait(crate::engine::WaitFor, Option<Duration>),
+}
+
+impl FleetCommand {
+    /// The command's name, as in events and reports.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FleetCommand::Run(command) => command.name(),
+            FleetCommand::Baseline(_) => "baseline",
+            FleetCommand::Resolve(..) => "resolve",
+            FleetCommand::Status => "status",
+            FleetCommand::Preview(_) => "preview",
+            FleetCommand::Wait(..) => "wait",
+        }
+    }
+
+    /// Whether it takes each target's lock.
+    fn locks(&self) -> bool {
+        matches!(
+            self,
+            FleetCommand::Run(_) | FleetCommand::Baseline(_) | FleetCommand::Resolve(..)
+        )
+    }
+}
+
+/// One command over many targets. Built from a [`Migrator`] whose configuration every target
+/// shares, but for its URL (and, for a schema, its `search_path`).
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn run() -> Result<(), dirthara::Error> {
+/// use dirthara::fleet::{Fleet, FleetCommand, FleetOptions, TargetSource};
+///
+/// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("postgres://app@db/app"));
+/// let fleet = Fleet::new(migrator, FleetOptions::default());
+/// let targets = fleet.targets(&TargetSource::Schemas("tenant_*".into())).await?;
+/// let report = fleet.run(targets, FleetCommand::Run(dirthara::Command::Migrate)).await?;
+/// assert!(report.succeeded());
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Fleet {
+    migrator: Migrator,
+    options: FleetOptions,
+}
+
+impl Fleet {
+    /// A fleet of `migrator`'s configuration, run as `options` say.
+    pub fn new(migrator: Migrator, options: FleetOptions) -> Self {
+        Fleet { migrator, options }
+    }
+
+    /// The options it runs with.
+    pub fn options(&self) -> &FleetOptions {
+        &self.options
+    }
+
+    /// The targets `source` names, checked (unique names, URLs of a known kind), in their
+    /// order, and only this runner's shard of them.
+    pub async fn targets(&self, source: &TargetSource) -> crate::Result<Vec<Target>> {
+        let found = targets::find(&self.migrator, source).await?;
+        Ok(match self.options.shard {
+            Some(shard) => found.into_iter().filter(|t| shard.holds(&t.name)).collect(),
+            None => found,
+        })
+    }
+
+    /// Runs `command` on every target, as the options say. The files are loaded and checked
+    /// once, before any target is touched: a bad file is the error, and nothing ran. Every
+    /// other failure is a target's, in the report; [`FleetReport::succeeded`] says whether
+    /// every target succeeded.
+    pub async fn run(
+        &self,
+        targets: Vec<Target>,
+        command: FleetCommand,
+    ) -> crate::Result<FleetReport> {
+        run::run(self, targets, command).await
+    }
+}

@@ -1,0 +1,379 @@
+//! The schedule of a fleet run: files loaded once, then `jobs` targets at a time — the
+//! canary first — each an ordinary command of its own migrator, under its own lock.
+//!
+//! A locked command first tries each target's lock without waiting: a target another runner
+//! is migrating is left for the end, when everything else is done, and is then run waiting as
+//! `lock_wait` says — so several runners on one fleet each take what is free, and none
+//! migrates a target twice (the lock sees to that; the waiting one finds nothing to do).
+//! Failures are counted as targets end: once `max_failures` have failed, no target is
+//! started any more; those never started are reported `skipped`. A shutdown signal stops the
+//! starting too, and each running target finishes its running migration and stops.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+
+use super::report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
+use super::{Fleet, FleetCommand, Target};
+use crate::backend::BackendKind;
+use crate::config::{Config, LockWait};
+use crate::engine::Migrator;
+use crate::error::{Code, Error, Result};
+use crate::events::EventKind;
+use crate::migration::{DownSteps, Migration};
+use crate::plan::Command;
+
+/// Which pass a target is run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// A locked command tries the lock without waiting: a held lock defers the target.
+    First,
+    /// The deferred targets, at the end, waiting for their lock as configured.
+    Deferred,
+}
+
+/// What one target's run came to.
+enum Ended {
+    Done(Box<TargetReport>),
+    /// Its lock was held: come back to it at the end.
+    Deferred(Option<String>),
+}
+
+pub(super) async fn run(
+    fleet: &Fleet,
+    targets: Vec<Target>,
+    command: FleetCommand,
+) -> Result<FleetReport> {
+    if let FleetCommand::Run(Command::Refresh | Command::Fresh) = command {
+        return Err(Error::config(format!(
+            "`{}` is not run over a fleet: it would reverse or drop every target's data. Run \
+             it on one database at a time, without --targets, --schemas, --databases or \
+             --targets-sql",
+            command.name()
+        )));
+    }
+    let base = &fleet.migrator;
+    let options = &fleet.options;
+    let loaded = preload(base, &targets, command)?;
+    base.events().emit(EventKind::FleetPlanned {
+        operation: command.name().to_string(),
+        targets: targets.len(),
+        jobs: options.jobs.max(1),
+    });
+    let deadline = match command {
+        FleetCommand::Wait(_, Some(timeout)) => Instant::now().checked_add(timeout),
+        _ => None,
+    };
+    let mut schedule = Schedule {
+        base,
+        targets: &targets,
+        command,
+        loaded: &loaded,
+        jobs: options.jobs.max(1),
+        max_failures: options.max_failures,
+        deadline,
+        results: vec![None; targets.len()],
+        deferred: Vec::new(),
+        failures: 0,
+        stopped: false,
+    };
+    let canary = options.canary.min(targets.len());
+    schedule.pass((0..canary).collect(), Pass::First).await;
+    schedule.pass_deferred().await;
+    let canary_failed = (schedule.results[..canary].iter())
+        .any(|r| !matches!(r, Some(t) if matches!(t.outcome, Outcome::Applied | Outcome::UpToDate | Outcome::Pending)));
+    if !canary_failed {
+        schedule
+            .pass((canary..targets.len()).collect(), Pass::First)
+            .await;
+        schedule.pass_deferred().await;
+    }
+    let reports: Vec<TargetReport> = (schedule.results.into_iter().zip(&targets))
+        .map(|(result, target)| {
+            result.unwrap_or_else(|| TargetReport::new(&target.name, Outcome::Skipped))
+        })
+        .collect();
+    let status = matches!(command, FleetCommand::Status).then(|| {
+        let latest = (loaded.values())
+            .flat_map(|(_, m)| m.iter())
+            .map(|m| m.version)
+            .max();
+        FleetStatus::of(&reports, latest)
+    });
+    Ok(FleetReport {
+        operation: command.name().to_string(),
+        totals: FleetTotals::of(&reports),
+        targets: reports,
+        status,
+    })
+}
+
+/// The migrations loaded for each kind of database (by its name), with the down steps read.
+type Loaded = BTreeMap<&'static str, (DownSteps, Arc<Vec<Migration>>)>;
+
+/// The migrations, loaded and checked once for each kind of database among the targets (in
+/// practice one): what each target's migrator then uses instead of loading again.
+fn preload(base: &Migrator, targets: &[Target], command: FleetCommand) -> Result<Loaded> {
+    let downs = match command {
+        FleetCommand::Run(command) | FleetCommand::Preview(command) => command.down_steps(),
+        _ => DownSteps::Skip,
+    };
+    let mut loaded = BTreeMap::new();
+    for target in targets {
+        let kind = BackendKind::from_url(&target.url)?.name();
+        if loaded.contains_key(kind) {
+            continue;
+        }
+        let migrator = base.for_target(
+            target_config(base.config(), target),
+            base.events().clone(),
+            None,
+        );
+        loaded.insert(kind, (downs, migrator.preload(downs)?));
+    }
+    Ok(loaded)
+}
+
+/// The configuration of one target: the base one, with the target's URL for the history
+/// connection.
+fn target_config(base: &Config, target: &Target) -> Config {
+    let mut config = base.clone();
+    let history = config.history_connection.clone();
+    config.connections.insert(history, target.url.clone());
+    config
+}
+
+struct Schedule<'a> {
+    base: &'a Migrator,
+    targets: &'a [Target],
+    command: FleetCommand,
+    loaded: &'a Loaded,
+    jobs: usize,
+    max_failures: Option<usize>,
+    /// `wait`: when the whole fleet's timeout runs out.
+    deadline: Option<Instant>,
+    results: Vec<Option<TargetReport>>,
+    /// Targets of the last first pass whose lock was held, with its holder.
+    deferred: Vec<(usize, Option<String>)>,
+    failures: usize,
+    /// No target is started any more: `max_failures` reached, or a signal came.
+    stopped: bool,
+}
+
+impl Schedule<'_> {
+    /// Runs the targets `indices`, `jobs` at a time, until all ran or starting stops.
+    async fn pass(&mut self, indices: Vec<usize>, pass: Pass) {
+        let mut queue = indices.into_iter();
+        let mut running = JoinSet::new();
+        loop {
+            while running.len() < self.jobs && !self.stopping() {
+                let Some(index) = queue.next() else { break };
+                let migrator = self.migrator_for(index, pass);
+                let target = self.targets[index].clone();
+                let command = self.command;
+                let deadline = self.deadline;
+                running.spawn(async move {
+                    (
+                        index,
+                        run_target(migrator, &target, command, pass, deadline).await,
+                    )
+                });
+            }
+            let Some(joined) = running.join_next().await else {
+                return;
+            };
+            let (index, ended) = match joined {
+                Ok(ended) => ended,
+                // A target's task panicked: that is a bug, and it is the process's to report.
+                Err(error) => std::panic::resume_unwind(error.into_panic()),
+            };
+            match ended {
+                Ended::Deferred(holder) => self.deferred.push((index, holder)),
+                Ended::Done(report) => {
+                    let mut report = *report;
+                    report.deferred = pass == Pass::Deferred;
+                    if report.outcome == Outcome::Failed {
+                        self.failures += 1;
+                    }
+                    self.results[index] = Some(report);
+                }
+            }
+        }
+    }
+
+    /// The targets the last first pass deferred, run now, waiting for their locks.
+    async fn pass_deferred(&mut self) {
+        let deferred: Vec<usize> = std::mem::take(&mut self.deferred)
+            .into_iter()
+            .map(|(index, _)| index)
+            .collect();
+        if !deferred.is_empty() {
+            self.pass(deferred, Pass::Deferred).await;
+        }
+    }
+
+    fn stopping(&mut self) -> bool {
+        if self.max_failures.is_some_and(|max| self.failures >= max) || self.base.stopped() {
+            self.stopped = true;
+        }
+        self.stopped
+    }
+
+    /// The target's own migrator: its URL (and schema), its events naming it, the files
+    /// loaded once, and — in the first pass of a locked command — no wait for its lock.
+    fn migrator_for(&self, index: usize, pass: Pass) -> Migrator {
+        let target = &self.targets[index];
+        let mut config = target_config(self.base.config(), target);
+        if pass == Pass::First && self.command.locks() {
+            config.lock_wait = Some(LockWait::For(Duration::ZERO));
+        }
+        let events = self.base.events().for_target(&target.name);
+        let migrator = self.base.for_target(config, events, target.schema.clone());
+        let kind = BackendKind::from_url(&target.url).map(BackendKind::name);
+        match kind.ok().and_then(|kind| self.loaded.get(kind)) {
+            Some((downs, migrations)) => migrator.with_preloaded(*downs, Arc::clone(migrations)),
+            None => migrator,
+        }
+    }
+}
+
+/// One target, start to end.
+async fn run_target(
+    migrator: Migrator,
+    target: &Target,
+    command: FleetCommand,
+    pass: Pass,
+    deadline: Option<Instant>,
+) -> Ended {
+    let events = migrator.events().clone();
+    events.emit(EventKind::TargetStarted {
+        deferred: pass == Pass::Deferred,
+    });
+    let started = Instant::now();
+    let done = run_command(&migrator, command, deadline).await;
+    let mut report = match done {
+        Err(error) if pass == Pass::First && error.code() == Code::MigrationLockHeld => {
+            let holder = holder_of(&error);
+            events.emit(EventKind::TargetDeferred {
+                holder: holder.clone(),
+            });
+            return Ended::Deferred(holder);
+        }
+        Err(error) => failed(&target.name, error),
+        Ok(done) => done.into_report(&target.name),
+    };
+    report.duration_ms = started.elapsed().as_millis().try_into().unwrap_or(u64::MAX);
+    events.emit(EventKind::TargetFinished {
+        outcome: report.outcome,
+        applied: report.applied.len(),
+        reverted: report.reverted.len(),
+        error: report.error.as_ref().map(|e| e.code().as_str().to_string()),
+        duration: started.elapsed(),
+    });
+    Ended::Done(Box::new(report))
+}
+
+/// The report of a target whose command failed: what completed before the failure is kept.
+/// Interrupted before anything was done, it was skipped, not failed.
+fn failed(name: &str, error: Error) -> TargetReport {
+    let completed = error.completed().to_vec();
+    if error.code() == Code::Interrupted && completed.is_empty() {
+        return TargetReport {
+            error: Some(error),
+            ..TargetReport::new(name, Outcome::Skipped)
+        };
+    }
+    let mut report = TargetReport::failed(name, error);
+    for step in completed {
+        match step.direction {
+            crate::migration::Direction::Up => report.applied.push(step),
+            crate::migration::Direction::Down => report.reverted.push(step),
+        }
+    }
+    report
+}
+
+/// Who holds the lock, as a `MIGRATION_LOCK_HELD` error says.
+fn holder_of(error: &Error) -> Option<String> {
+    match error.kind() {
+        crate::error::ErrorKind::LockHeld { holder, .. } => holder.clone(),
+        _ => None,
+    }
+}
+
+/// What a target's command returned.
+enum Done {
+    Run(crate::report::RunReport),
+    Status(crate::report::StatusReport),
+    Preview(crate::report::Preview),
+    Waited,
+}
+
+async fn run_command(
+    migrator: &Migrator,
+    command: FleetCommand,
+    deadline: Option<Instant>,
+) -> Result<Done> {
+    Ok(match command {
+        FleetCommand::Run(command) => Done::Run(migrator.run(command).await?),
+        FleetCommand::Baseline(version) => Done::Run(migrator.baseline(version).await?),
+        FleetCommand::Resolve(version, resolution) => {
+            Done::Run(migrator.resolve(version, resolution).await?)
+        }
+        FleetCommand::Status => Done::Status(migrator.status().await?),
+        FleetCommand::Preview(command) => Done::Preview(migrator.preview(command).await?),
+        FleetCommand::Wait(until, timeout) => {
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            migrator.wait(until, left.or(timeout)).await?;
+            Done::Waited
+        }
+    })
+}
+
+impl Done {
+    fn into_report(self, name: &str) -> TargetReport {
+        match self {
+            Done::Run(run) => {
+                let changed =
+                    !run.applied.is_empty() || !run.reverted.is_empty() || !run.recorded.is_empty();
+                TargetReport {
+                    applied: run.applied,
+                    reverted: run.reverted,
+                    recorded: run.recorded,
+                    ..TargetReport::new(
+                        name,
+                        if changed {
+                            Outcome::Applied
+                        } else {
+                            Outcome::UpToDate
+                        },
+                    )
+                }
+            }
+            Done::Status(status) => {
+                let found = TargetStatus::of(&status);
+                let outcome = match found.pending > 0 || found.dirty {
+                    true => Outcome::Pending,
+                    false => Outcome::UpToDate,
+                };
+                TargetReport {
+                    status: Some(found),
+                    ..TargetReport::new(name, outcome)
+                }
+            }
+            Done::Preview(preview) => {
+                let outcome = match preview.steps.is_empty() {
+                    true => Outcome::UpToDate,
+                    false => Outcome::Pending,
+                };
+                TargetReport {
+                    preview: Some(preview),
+                    ..TargetReport::new(name, outcome)
+                }
+            }
+            Done::Waited => TargetReport::new(name, Outcome::UpToDate),
+        }
+    }
+}

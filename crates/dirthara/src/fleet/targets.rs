@@ -1,0 +1,382 @@
+//! A fleet's targets: where they come from, what they are called, and which shard each one
+//! belongs to.
+
+use std::collections::BTreeSet;
+use std::io::Read;
+use std::path::Path;
+
+use super::{Target, TargetSource};
+use crate::backend::{BackendKind, Namespaces};
+use crate::engine::Migrator;
+use crate::error::{Error, Result};
+use crate::redact::redact_url;
+
+/// The largest targets file read (a list of 100,000 tenants is a few MiB).
+const MAX_TARGETS_FILE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// The targets `source` names, checked: every name unique, every URL of a known kind.
+pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<Vec<Target>> {
+    let targets = match source {
+        TargetSource::List(targets) => targets.clone(),
+        TargetSource::File(path) => {
+            parse_targets(&read_targets(path)?, &path.display().to_string())?
+        }
+        TargetSource::Schemas(glob) | TargetSource::Databases(glob) => {
+            let what = match source {
+                TargetSource::Schemas(_) => Namespaces::Schemas,
+                _ => Namespaces::Databases,
+            };
+            let url = migrator
+                .config()
+                .connection_url(&migrator.config().history_connection)?;
+            let url = url.to_string();
+            let mut listing = migrator.connect_for_listing().await?;
+            let names = listing.list_namespaces(what).await;
+            listing.close().await;
+            let names: Vec<String> = names?
+                .into_iter()
+                .filter(|n| glob_matches(glob, n))
+                .collect();
+            let mut targets = Vec::with_capacity(names.len());
+            for name in names {
+                targets.push(match what {
+                    Namespaces::Schemas => Target::schema(url.clone(), name),
+                    Namespaces::Databases => Target::new(name.clone(), with_database(&url, &name)?),
+                });
+            }
+            targets
+        }
+        TargetSource::Query(sql) => {
+            let mut listing = migrator.connect_for_listing().await?;
+            let rows = listing.query_text(sql).await;
+            listing.close().await;
+            targets_from_rows(rows?, sql)?
+        }
+    };
+    check(&targets, source)?;
+    Ok(targets)
+}
+
+/// The file's text (`-`: standard input), at most [`MAX_TARGETS_FILE_BYTES`].
+fn read_targets(path: &Path) -> Result<String> {
+    let cannot = |e: std::io::Error| {
+        Error::config(format!(
+            "cannot read the targets file {}: {e}",
+            path.display()
+        ))
+    };
+    let mut text = String::new();
+    let read = if path == Path::new("-") {
+        (std::io::stdin().lock().take(MAX_TARGETS_FILE_BYTES + 1)).read_to_string(&mut text)
+    } else {
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        file.take(MAX_TARGETS_FILE_BYTES + 1)
+            .read_to_string(&mut text)
+    };
+    read.map_err(cannot)?;
+    if text.len() as u64 > MAX_TARGETS_FILE_BYTES {
+        return Err(Error::config(format!(
+            "the targets file {} is larger than {} MiB; split the fleet into shards or files",
+            path.display(),
+            MAX_TARGETS_FILE_BYTES / (1024 * 1024)
+        )));
+    }
+    Ok(text)
+}
+
+/// One target a line: `name url` or just `url`; blank lines and `#` comments skipped.
+pub(crate) fn parse_targets(text: &str, origin: &str) -> Result<Vec<Target>> {
+    let mut targets = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let line = strip_comment(line);
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let target = match words.as_slice() {
+            [] => continue,
+            [url] => Target::new(redact_url(url), *url),
+            [name, url] => Target::new(*name, *url),
+            _ => {
+                return Err(Error::config(format!(
+                    "{origin}, line {}: expected `name url` or `url`, found {} words",
+                    index + 1,
+                    words.len()
+                )))
+            }
+        };
+        targets.push(target);
+    }
+    Ok(targets)
+}
+
+/// A line without its comment: `#` at its start or after white space.
+fn strip_comment(line: &str) -> &str {
+    let mut previous = ' ';
+    for (at, c) in line.char_indices() {
+        if c == '#' && previous.is_whitespace() {
+            return &line[..at];
+        }
+        previous = c;
+    }
+    line
+}
+
+fn targets_from_rows(rows: Vec<Vec<Option<String>>>, sql: &str) -> Result<Vec<Target>> {
+    let mut targets = Vec::with_capacity(rows.len());
+    for (index, row) in rows.into_iter().enumerate() {
+        let bad = |what: &str| {
+            Error::config(format!(
+                "--targets-sql `{sql}`: row {} {what}; return (name, url) or (url), both text",
+                index + 1
+            ))
+        };
+        targets.push(match row.as_slice() {
+            [Some(url)] => Target::new(redact_url(url), url.clone()),
+            [Some(name), Some(url)] => Target::new(name.clone(), url.clone()),
+            [_] | [_, _] => return Err(bad("has a NULL")),
+            _ => return Err(bad(&format!("has {} columns", row.len()))),
+        });
+    }
+    Ok(targets)
+}
+
+/// Every name unique and plain (no white space), every URL of a database dirthara knows.
+fn check(targets: &[Target], source: &TargetSource) -> Result<()> {
+    let mut names = BTreeSet::new();
+    for target in targets {
+        if target.name.is_empty() || target.name.chars().any(char::is_whitespace) {
+            return Err(Error::config(format!(
+                "{}: the target name `{}` is empty or has white space",
+                source.describe(),
+                target.name
+            )));
+        }
+        if !names.insert(target.name.as_str()) {
+            return Err(Error::config(format!(
+                "{}: two targets are named `{}`; every target needs a name of its own",
+                source.describe(),
+                target.name
+            )));
+        }
+        BackendKind::from_url(&target.url).map_err(|e| {
+            Error::config(format!(
+                "{}: target `{}`: {e}",
+                source.describe(),
+                target.name
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// `url` with its database (the path) replaced by `database`, keeping everything else.
+fn with_database(url: &str, database: &str) -> Result<String> {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let Some(authority_at) = base.find("://").map(|i| i + 3) else {
+        return Err(Error::config(format!(
+            "`{}`: --databases needs a server URL (scheme://host/database)",
+            redact_url(url)
+        )));
+    };
+    let path_at = base[authority_at..]
+        .find('/')
+        .map_or(base.len(), |i| i + authority_at);
+    let encoded: String = database
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    Ok(format!("{}/{encoded}{query}", &base[..path_at]))
+}
+
+/// Whether `name` matches the glob `pattern`: `*` any run of characters, `?` one, `[abc]`,
+/// `[a-z]` and `[!a-z]` one of (or not of) a set; anything else itself.
+pub(crate) fn glob_matches(pattern: &str, name: &str) -> bool {
+    let pattern: Vec<char> = pattern.chars().collect();
+    let name: Vec<char> = name.chars().collect();
+    // Iterative, with one backtrack point for the last `*`: linear in practice.
+    let (mut p, mut n) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while n < name.len() {
+        if p < pattern.len() {
+            match pattern[p] {
+                '*' => {
+                    star = Some((p, n));
+                    p += 1;
+                    continue;
+                }
+                '?' => {
+                    p += 1;
+                    n += 1;
+                    continue;
+                }
+                '[' => {
+                    if let Some((matched, next)) = class_matches(&pattern[p..], name[n]) {
+                        if matched {
+                            p += next;
+                            n += 1;
+                            continue;
+                        }
+                    } else if name[n] == '[' {
+                        p += 1;
+                        n += 1;
+                        continue;
+                    }
+                }
+                c if c == name[n] => {
+                    p += 1;
+                    n += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match star {
+            Some((star_p, star_n)) => {
+                p = star_p + 1;
+                n = star_n + 1;
+                star = Some((star_p, star_n + 1));
+            }
+            None => return false,
+        }
+    }
+    pattern[p..].iter().all(|&c| c == '*')
+}
+
+/// `[...]` at the start of `pattern` against `c`: whether it matches, and the class's length;
+/// `None` when the `[` opens no class (no closing `]`).
+fn class_matches(pattern: &[char], c: char) -> Option<(bool, usize)> {
+    let mut i = 1;
+    let negated = matches!(pattern.get(i), Some('!' | '^'));
+    if negated {
+        i += 1;
+    }
+    let mut matched = false;
+    let mut first = true;
+    while let Some(&start) = pattern.get(i) {
+        if start == ']' && !first {
+            return Some((matched != negated, i + 1));
+        }
+        first = false;
+        if pattern.get(i + 1) == Some(&'-') && pattern.get(i + 2).is_some_and(|&e| e != ']') {
+            let end = pattern[i + 2];
+            matched |= start <= c && c <= end;
+            i += 3;
+        } else {
+            matched |= start == c;
+            i += 1;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Shard;
+
+    #[test]
+    fn globs_match_as_shells_do() {
+        for (pattern, name, expected) in [
+            ("tenant_*", "tenant_1", true),
+            ("tenant_*", "tenant_", true),
+            ("tenant_*", "tenants", false),
+            ("tenant_*", "xtenant_1", false),
+            ("*", "anything", true),
+            ("t?", "t1", true),
+            ("t?", "t12", false),
+            ("t[0-9]", "t7", true),
+            ("t[0-9]", "tx", false),
+            ("t[!0-9]", "tx", true),
+            ("t[!0-9]", "t7", false),
+            ("t[ab]c", "tbc", true),
+            ("*_eu_*", "acme_eu_1", true),
+            ("*_eu_*", "acme_us_1", false),
+            ("a*b*c", "aXbYbZc", true),
+            ("a*b*c", "aXbYbZ", false),
+            ("t[", "t[", true),
+            ("tenant_1", "tenant_1", true),
+            ("tenant_1", "tenant_10", false),
+        ] {
+            assert_eq!(glob_matches(pattern, name), expected, "{pattern} ~ {name}");
+        }
+    }
+
+    #[test]
+    fn a_targets_file_has_names_urls_comments_and_clear_errors() {
+        let text = "# tenants\n\nacme postgres://u:secret@db/acme  # the first\n\
+                    postgres://u@db/globex\n  \n";
+        let targets = parse_targets(text, "tenants.txt").unwrap();
+        assert_eq!(targets.len(), 2);
+        assert_eq!(targets[0].name, "acme");
+        assert_eq!(targets[0].url, "postgres://u:secret@db/acme");
+        assert_eq!(targets[1].name, "postgres://u@db/globex");
+        assert!(!format!("{:?}", targets[0]).contains("secret"));
+
+        let error = parse_targets("a b c\n", "tenants.txt")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("tenants.txt, line 1: expected `name url`"),
+            "{error}"
+        );
+
+        let twice = TargetSource::File("tenants.txt".into());
+        let dup = [
+            Target::new("a", "sqlite:a.db"),
+            Target::new("a", "sqlite:b.db"),
+        ];
+        let error = check(&dup, &twice).unwrap_err().to_string();
+        assert!(error.contains("two targets are named `a`"), "{error}");
+        let error = check(&[Target::new("x", "oracle://u:pw@h/d")], &twice)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("target `x`") && !error.contains("pw@"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_database_replaces_the_urls_path_and_nothing_else() {
+        let cases = [
+            (
+                "postgres://u:p@h:5432/app?sslmode=require",
+                "t1",
+                "postgres://u:p@h:5432/t1?sslmode=require",
+            ),
+            (
+                "mysql://root@127.0.0.1:3306/mysql",
+                "acme",
+                "mysql://root@127.0.0.1:3306/acme",
+            ),
+            ("postgres://h", "t 2", "postgres://h/t%202"),
+        ];
+        for (url, database, expected) in cases {
+            assert_eq!(with_database(url, database).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn shards_split_a_fleet_stably_and_completely() {
+        let names: Vec<String> = (0..3000).map(|i| format!("tenant_{i}")).collect();
+        let shards: Vec<Shard> = (1..=3).map(|i| Shard { index: i, count: 3 }).collect();
+        for name in &names {
+            let owners = shards.iter().filter(|s| s.holds(name)).count();
+            assert_eq!(owners, 1, "{name} belongs to exactly one shard");
+        }
+        for shard in &shards {
+            let mine = names.iter().filter(|n| shard.holds(n)).count();
+            assert!((900..1100).contains(&mine), "shard {shard}: {mine} of 3000");
+        }
+        assert_eq!(Shard::parse(" 3/3 ").unwrap(), shards[2]);
+        for bad in ["0/3", "4/3", "1/0", "x/3", "3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
