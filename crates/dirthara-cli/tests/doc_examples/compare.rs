@@ -16,11 +16,12 @@ static VOLATILE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "[TIME]"),
         // A step's duration: `(12 ms)`, `(8.01 s)`, `(738 µs)`; Rust's Debug of a Duration.
         (r"\((\d+(\.\d+)?) ?(µs|ms|s|min)\)", "([DURATION])"),
-        (r"in \d+(\.\d+)?(ns|µs|ms|s)\b", "in [DURATION]"),
+        (r"\bin \d+(\.\d+)? ?(ns|µs|ms|s)\b", "in [DURATION]"),
+        (r"(\d+ min )?\d+(\.\d+)? s of the retry budget left", "[DURATION] of the retry budget left"),
         (r#""(duration_ms|waited_ms)": ?\d+"#, "\"$1\": [MS]"),
         // Waits and ages: `after 6.7s`, `(waited 0s)`, `for 1s`, `expires in 1798s`, `1s ago`.
-        (r"after \d+(\.\d+)? ?(ms|s)\b", "after [SECS]"),
-        (r"waited \d+s\b", "waited [SECS]"),
+        (r"after (waiting )?\d+(\.\d+)? ?(ms|s)\b", "after [SECS]"),
+        (r"waited \d+(\.\d+)? ?(ms|s)\b", "waited [SECS]"),
         (r"\bfor \d+s\b", "for [SECS]"),
         (r"expires in \d+s\b", "expires in [SECS]"),
         (r"\b\d+s ago\b", "[SECS] ago"),

@@ -13,11 +13,13 @@ pub enum Item {
         body: String,
         line: usize,
     },
-    /// A fenced code block: its info string's first word and its text.
+    /// A fenced code block: its info string's first word, its text, the line its text
+    /// starts on, and what precedes each of its lines (indentation, `> `).
     Block {
         lang: String,
         text: String,
         line: usize,
+        prefix: String,
     },
 }
 
@@ -52,7 +54,8 @@ pub fn parse(page: &str) -> Vec<Item> {
             items.push(Item::Block {
                 lang,
                 text: body.iter().map(|l| format!("{l}\n")).collect(),
-                line: start,
+                line: start + 1,
+                prefix: prefix.to_string(),
             });
         } else if let Some(rest) = text.strip_prefix("<!-- doctest:") {
             let line = i + 1;

@@ -16,6 +16,7 @@
 //!
 //! Other comments: `doctest:fresh` (a new scenario), `doctest:scenario NAME` (go on in the
 //! scenario of that name, made when first named), `doctest:database KIND NAME`,
+//! `doctest:pgbouncer NAME` (a transaction-pooling PgBouncer in front of that database),
 //! `doctest:setup` + a script (hidden preparation, which must succeed), `doctest:spawn NAME` +
 //! a script (a runner in the background). A block of any other kind, or without a language,
 //! fails the test: every block is run or checked, or says why not.
@@ -57,7 +58,14 @@ thread_local! {
     static MISMATCHES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn check(at: &str, what: &str, expected: &str, stdout: &str, stderr: &str, is_new: bool) {
+/// With `DOCTEST_BLESS=1`, a block whose example printed something else is rewritten with
+/// what it printed (for the author to read in `git diff` before committing).
+fn blessing() -> bool {
+    std::env::var("DOCTEST_BLESS").as_deref() == Ok("1")
+}
+
+/// Whether the run printed what the block shows; a mismatch is recorded for the report.
+fn check(at: &str, what: &str, expected: &str, stdout: &str, stderr: &str, is_new: bool) -> bool {
     let (want_out, want_err) = expected_streams(expected);
     for (stream, want, got) in [("stdout", &want_out, stdout), ("stderr", &want_err, stderr)] {
         if let Some((want, got)) = mismatch(want, got, is_new) {
@@ -68,9 +76,25 @@ fn check(at: &str, what: &str, expected: &str, stdout: &str, stderr: &str, is_ne
                 shown(stdout, stderr)
             );
             MISMATCHES.with(|m| m.borrow_mut().push(report));
-            return;
+            return false;
         }
     }
+    true
+}
+
+/// Rewrites the page's blocks with what their examples printed, last first so that the
+/// line numbers of the earlier ones still hold.
+fn bless(path: &Path, mut blocks: Vec<(usize, usize, String, String)>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    blocks.sort_by_key(|(line, ..)| std::cmp::Reverse(*line));
+    for (line, count, prefix, printed) in blocks {
+        let new: Vec<String> = (printed.trim_end_matches('\n').lines())
+            .map(|l| format!("{prefix}{l}").trim_end().to_string())
+            .collect();
+        lines.splice(line - 1..line - 1 + count, new);
+    }
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
 fn is_new(command: &str) -> bool {
@@ -86,7 +110,18 @@ pub fn run_page(page: &str) {
     scenarios.insert(current.clone(), Scenario::new());
     let mut next: Option<Next> = None;
     let (mut ran, mut checked) = (0, 0);
+    // (first line, line count, prefix, what it printed) of each block that showed otherwise.
+    let mut blessed: Vec<(usize, usize, String, String)> = Vec::new();
+    // Where the time goes: each item that took more than a second is named.
+    let mut last = (std::time::Instant::now(), 0);
     for item in parse(&text) {
+        let line = match &item {
+            Item::Directive { line, .. } | Item::Block { line, .. } => *line,
+        };
+        if last.0.elapsed() > std::time::Duration::from_secs(1) {
+            eprintln!("{page}:{}: took {:.1?}", last.1, last.0.elapsed());
+        }
+        last = (std::time::Instant::now(), line);
         match item {
             Item::Directive {
                 kind,
@@ -98,6 +133,11 @@ pub fn run_page(page: &str) {
                 assert!(next.is_none(), "{at}: a doctest comment between another and its block");
                 match kind.as_str() {
                     "fresh" => {
+                        // An unnamed scenario cannot be gone back to: end it (its runners,
+                        // its databases) before the next begins.
+                        if current.starts_with('(') {
+                            scenarios.remove(&current);
+                        }
                         current = format!("(fresh at line {line})");
                         scenarios.insert(current.clone(), Scenario::new());
                         continue;
@@ -116,6 +156,7 @@ pub fn run_page(page: &str) {
                         let (server, name) = arg.split_once(' ').expect("database KIND NAME");
                         scenario.database(server, name);
                     }
+                    "pgbouncer" => scenario.pgbouncer(&arg),
                     "setup" => scenario.setup(&format!("{arg}\n{body}"), &at),
                     "spawn" => scenario.spawn(&arg, &body),
                     "file" => next = Some(Next::File(arg)),
@@ -128,7 +169,12 @@ pub fn run_page(page: &str) {
                     other => panic!("{at}: unknown doctest comment `{other}`"),
                 }
             }
-            Item::Block { lang, text, line } => {
+            Item::Block {
+                lang,
+                text,
+                line,
+                prefix,
+            } => {
                 let at = format!("{page}:{line}");
                 let todo = next.take();
                 let scenario = scenarios.get_mut(&current).unwrap();
@@ -147,7 +193,9 @@ pub fn run_page(page: &str) {
                     Some(Next::Run(command)) => {
                         let out = scenario.command(&command);
                         let (stdout, stderr) = streams(scenario, &out);
-                        check(&at, &command, &text, &stdout, &stderr, is_new(&command));
+                        if !check(&at, &command, &text, &stdout, &stderr, is_new(&command)) {
+                            blessed.push((line, text.lines().count(), prefix, shown(&stdout, &stderr)));
+                        }
                         ran += 1;
                     }
                     Some(Next::Output(name)) => {
@@ -156,19 +204,32 @@ pub fn run_page(page: &str) {
                             scenario.as_documented(&stdout),
                             scenario.as_documented(&stderr),
                         );
-                        check(&at, &name, &text, &stdout, &stderr, false);
+                        if !check(&at, &name, &text, &stdout, &stderr, false) {
+                            blessed.push((line, text.lines().count(), prefix, shown(&stdout, &stderr)));
+                        }
                         ran += 1;
                     }
                     None => {
-                        ran += block(scenario, &at, page, &lang, &text);
+                        let (commands, printed) = block(scenario, &at, page, &lang, &text);
+                        ran += commands;
+                        if let Some(printed) = printed {
+                            blessed.push((line, text.lines().count(), prefix, printed));
+                        }
                         checked += 1;
                     }
                 }
+
             }
         }
     }
     assert!(next.is_none(), "{page}: a doctest comment at the end with no block");
+    let ending = std::time::Instant::now();
+    drop(scenarios);
+    eprintln!("{page}: the scenarios ended in {:.1?}", ending.elapsed());
     eprintln!("{page}: {ran} examples run, {checked} blocks run or checked");
+    if blessing() && !blessed.is_empty() {
+        bless(&path, blessed);
+    }
     let mismatches = MISMATCHES.with(|m| std::mem::take(&mut *m.borrow_mut()));
     if !mismatches.is_empty() {
         panic!(
@@ -190,40 +251,40 @@ fn write(root: &Path, file: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// Runs or checks a block that has no comment before it; how many commands it ran.
-fn block(scenario: &Scenario, at: &str, page: &str, lang: &str, text: &str) -> usize {
+/// Runs or checks a block that has no comment before it: how many commands it ran, and
+/// (a `console` block that printed otherwise) the block as the run printed it.
+fn block(
+    scenario: &Scenario,
+    at: &str,
+    page: &str,
+    lang: &str,
+    text: &str,
+) -> (usize, Option<String>) {
     let first = text.lines().next().unwrap_or("");
-    match lang {
-        "console" => console(scenario, at, text),
+    let checked = match lang {
+        "console" => return console(scenario, at, text),
         "sh" => {
             scenario.setup(text, at);
-            1
+            return (1, None);
         }
         "sql" => {
             let file = first.strip_prefix("-- ").filter(|f| f.ends_with(".sql"));
             let file = file.unwrap_or_else(|| panic!("{at}: an SQL block starts with `-- PATH`"));
-            write(scenario.path(), file, text);
-            0
+            write(scenario.path(), file, text)
         }
-        "toml" => {
-            super::checks::toml(at, text);
-            0
-        }
-        "json" => {
-            super::checks::json_migration(at, text);
-            0
-        }
-        "rust" => {
-            super::checks::rust_is_doctested(at, page);
-            0
-        }
+        "toml" => super::checks::toml(at, text),
+        "json" => super::checks::json_migration(at, text),
+        "rust" => super::checks::rust_is_doctested(at, page),
         "" => panic!("{at}: a code block without a language; say what it is"),
         other => panic!("{at}: a `{other}` block is neither run nor checked; mark it not-run"),
-    }
+    };
+    let () = checked;
+    (0, None)
 }
 
-/// Runs each `$ ` line of a `console` block and compares what it printed.
-fn console(scenario: &Scenario, at: &str, text: &str) -> usize {
+/// Runs each `$ ` line of a `console` block and compares what it printed; the block as the
+/// run printed it when that differs.
+fn console(scenario: &Scenario, at: &str, text: &str) -> (usize, Option<String>) {
     let mut commands: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
         if let Some(command) = line.strip_prefix("$ ") {
@@ -236,10 +297,17 @@ fn console(scenario: &Scenario, at: &str, text: &str) -> usize {
             shown.push('\n');
         }
     }
+    let mut as_run = String::new();
+    let mut all_shown = true;
     for (command, expected) in &commands {
         let out = scenario.command(command);
         let (stdout, stderr) = streams(scenario, &out);
-        check(at, command, expected, &stdout, &stderr, is_new(command));
+        all_shown &= check(at, command, expected, &stdout, &stderr, is_new(command));
+        // Blank lines between one command's output and the next command stay as written.
+        let gap = &expected[expected.trim_end_matches('\n').len()..];
+        let printed = shown(&stdout, &stderr);
+        as_run.push_str(&format!("$ {command}\n{}", printed.trim_end_matches('\n')));
+        as_run.push_str(if gap.len() > 1 { "\n\n" } else { "\n" });
     }
-    commands.len()
+    (commands.len(), (!all_shown).then_some(as_run))
 }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
+use crate::support::pgbouncer::PgBouncer;
 use crate::support::servers::{Server, TestDb};
 
 /// Shell functions the hidden setup of an example may use, defined in every shell.
@@ -28,6 +29,14 @@ doctest_wait_held() {
     sleep 0.05
   done
   echo "the lock was never held" >&2; return 1
+}
+# Until the shell condition given holds (a background runner got that far); fails after 20 s.
+doctest_wait_until() {
+  for _ in $(seq 400); do
+    eval "$1" >/dev/null 2>&1 && return 0
+    sleep 0.05
+  done
+  echo "never true: $1" >&2; return 1
 }
 "#;
 
@@ -50,6 +59,7 @@ pub struct Scenario {
     /// Each declared database: its name in the docs, the address the docs give its server.
     databases: Vec<(String, &'static str, TestDb)>,
     jobs: HashMap<String, Child>,
+    bouncers: Vec<PgBouncer>,
     /// Set when a declared server is missing and servers are not required.
     pub skipped: Option<String>,
 }
@@ -62,6 +72,7 @@ impl Scenario {
             rewrites: Vec::new(),
             databases: Vec::new(),
             jobs: HashMap::new(),
+            bouncers: Vec::new(),
             skipped: None,
         };
         std::fs::write(scenario.state.path().join("env"), "").unwrap();
@@ -90,6 +101,24 @@ impl Scenario {
                 .push((doc_address.to_string(), db.host_port().to_string()));
         }
         self.databases.push((name.to_string(), doc_address, db));
+    }
+
+    /// A transaction-pooling PgBouncer in front of the declared PostgreSQL database `name`,
+    /// which the examples reach as `postgres://app@pgbouncer:6432/<name>`.
+    pub fn pgbouncer(&mut self, name: &str) {
+        let (_, _, db) = (self.databases.iter())
+            .find(|(doc_name, _, db)| doc_name == name && db.server == Server::Postgres)
+            .unwrap_or_else(|| panic!("no PostgreSQL database `{name}` declared"));
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let Some(bouncer) = runtime.block_on(PgBouncer::start(db, 2)) else {
+            self.skipped = Some("no PgBouncer".into());
+            return;
+        };
+        let actual = bouncer.url();
+        let actual = actual.strip_prefix("postgres://").unwrap();
+        self.rewrites
+            .insert(0, (format!("app@pgbouncer:6432/{name}"), actual.to_string()));
+        self.bouncers.push(bouncer);
     }
 
     /// `text` as the commands must run it: the docs' addresses pointed at the test databases.
