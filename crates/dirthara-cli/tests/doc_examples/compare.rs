@@ -32,6 +32,8 @@ static VOLATILE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"\b(session|process|connection) \d+", "$1 [ID]"),
         (r#""session_id": ?\d+"#, "\"session_id\": [ID]"),
         (r"127\.0\.0\.1:\d{5}\b", "127.0.0.1:[PORT]"),
+        // Any other number of milliseconds (a step's duration as a script prints it).
+        (r"\b\d+ ?ms\b", "[MS]"),
         // A blocking transaction's age in the table-lock warning.
         (r"transaction open for \d+s", "transaction open for [SECS]"),
     ]
