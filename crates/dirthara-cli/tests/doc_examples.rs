@@ -12,6 +12,8 @@ mod support;
 mod checks;
 #[path = "doc_examples/compare.rs"]
 mod compare;
+#[path = "doc_examples/examples.rs"]
+mod examples;
 #[path = "doc_examples/markdown.rs"]
 mod markdown;
 #[path = "doc_examples/page.rs"]

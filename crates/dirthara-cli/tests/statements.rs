@@ -150,7 +150,10 @@ async fn every_layout_runs_a_non_transactional_step_statement_by_statement(serve
         let history = format!("history_{layout}");
         let args = |command: &'static str| [command, "--history-table", history.as_str()];
         let applied = ok(&db, dir.path(), &args("migrate"));
-        assert_eq!(applied["applied"][0]["version"], version, "{layout}: {applied}");
+        assert_eq!(
+            applied["applied"][0]["version"], version,
+            "{layout}: {applied}"
+        );
         let made: Vec<String> = made
             .split(' ')
             .map(|i| {

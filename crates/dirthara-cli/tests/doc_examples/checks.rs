@@ -23,10 +23,11 @@ pub fn toml(at: &str, text: &str) {
 
 fn cargo_dependencies(at: &str, text: &str) {
     let fragment: toml::Table = text.parse().unwrap_or_else(|e| panic!("{at}: {e}"));
-    let manifest: toml::Table = std::fs::read_to_string(repo_root().join("crates/dirthara/Cargo.toml"))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let manifest: toml::Table =
+        std::fs::read_to_string(repo_root().join("crates/dirthara/Cargo.toml"))
+            .unwrap()
+            .parse()
+            .unwrap();
     let features = manifest["features"].as_table().unwrap();
     let dependency = fragment["dependencies"]["dirthara"].as_table().unwrap();
     let path = dependency["path"].as_str().unwrap();

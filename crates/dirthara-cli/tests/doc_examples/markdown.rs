@@ -50,7 +50,10 @@ pub fn parse(page: &str) -> Vec<Item> {
                 body.push(strip(lines[i], prefix));
                 i += 1;
             }
-            assert!(i < lines.len(), "line {start}: a code block that never closes");
+            assert!(
+                i < lines.len(),
+                "line {start}: a code block that never closes"
+            );
             items.push(Item::Block {
                 lang,
                 text: body.iter().map(|l| format!("{l}\n")).collect(),
@@ -72,7 +75,10 @@ pub fn parse(page: &str) -> Vec<Item> {
                     body.push('\n');
                     i += 1;
                 }
-                assert!(i < lines.len(), "line {line}: a doctest comment that never closes");
+                assert!(
+                    i < lines.len(),
+                    "line {line}: a doctest comment that never closes"
+                );
             }
             items.push(Item::Directive {
                 kind: kind.to_string(),

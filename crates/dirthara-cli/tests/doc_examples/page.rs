@@ -1,4 +1,5 @@
-//! One page's examples, run in page order. What each code block is, by its language and the
+//! One page's examples: each scenario's in page order, the scenarios side by side. What each
+//! code block is, by its language and the
 //! `<!-- doctest:... -->` comment before it:
 //!
 //! | block | what the test does |
@@ -23,63 +24,52 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 
-use super::compare::mismatch;
+use super::examples::{run_scenario, Outcome};
 use super::markdown::{parse, Item};
-use super::scenario::{repo_root, Scenario};
+use super::scenario::repo_root;
 
-enum Next {
-    File(String),
-    Run(String),
-    Output(String),
-    NotRun,
-}
+/// How many of a page's scenarios run at once. They spend most of their time waiting (for a
+/// runner in the background to take a lock, for a wait to run out), so a few overlap well
+/// even on two cores.
+const AT_ONCE: usize = 4;
 
-/// The text a `console` block shows for one run: stdout, then `# stderr` and stderr.
-fn shown(stdout: &str, stderr: &str) -> String {
-    if stderr.is_empty() {
-        stdout.to_string()
-    } else {
-        format!("{stdout}# stderr\n{stderr}")
+/// The page's items split by the scenario they run in, in page order: the page's start and
+/// each `fresh` begin a scenario of their own, and every part of a named one goes to it.
+fn scenarios(items: Vec<Item>) -> Vec<Vec<Item>> {
+    let mut order: Vec<String> = vec!["(page start)".into()];
+    let mut by_name: HashMap<String, Vec<Item>> = HashMap::new();
+    let mut current = order[0].clone();
+    for item in items {
+        if let Item::Directive {
+            kind, arg, line, ..
+        } = &item
+        {
+            let switch = match kind.as_str() {
+                "fresh" => Some(format!("(fresh at line {line})")),
+                "scenario" => Some(arg.clone()),
+                _ => None,
+            };
+            if let Some(name) = switch {
+                if !order.contains(&name) {
+                    order.push(name.clone());
+                }
+                current = name;
+                continue;
+            }
+        }
+        by_name.entry(current.clone()).or_default().push(item);
     }
-}
-
-/// Splits what a block shows into (stdout, stderr) at its `# stderr` line.
-fn expected_streams(shown: &str) -> (String, String) {
-    match shown.split_once("# stderr\n") {
-        Some((out, err)) => (out.to_string(), err.to_string()),
-        None => (shown.to_string(), String::new()),
-    }
-}
-
-thread_local! {
-    /// Every example of the page that printed what the page does not show: all are reported
-    /// at the end, so one run lists every example to fix.
-    static MISMATCHES: std::cell::RefCell<Vec<String>> = const { std::cell::RefCell::new(Vec::new()) };
+    (order.into_iter())
+        .filter_map(|name| by_name.remove(&name))
+        .collect()
 }
 
 /// With `DOCTEST_BLESS=1`, a block whose example printed something else is rewritten with
 /// what it printed (for the author to read in `git diff` before committing).
 fn blessing() -> bool {
     std::env::var("DOCTEST_BLESS").as_deref() == Ok("1")
-}
-
-/// Whether the run printed what the block shows; a mismatch is recorded for the report.
-fn check(at: &str, what: &str, expected: &str, stdout: &str, stderr: &str, is_new: bool) -> bool {
-    let (want_out, want_err) = expected_streams(expected);
-    for (stream, want, got) in [("stdout", &want_out, stdout), ("stderr", &want_err, stderr)] {
-        if let Some((want, got)) = mismatch(want, got, is_new) {
-            let report = format!(
-                "{at}: `{what}` printed on {stream} what the docs do not show.\n\
-                 --- the docs (normalised):\n{want}\n--- the run (normalised):\n{got}\n---\n\
-                 everything it printed:\n{}",
-                shown(stdout, stderr)
-            );
-            MISMATCHES.with(|m| m.borrow_mut().push(report));
-            return false;
-        }
-    }
-    true
 }
 
 /// Rewrites the page's blocks with what their examples printed, last first so that the
@@ -97,217 +87,55 @@ fn bless(path: &Path, mut blocks: Vec<(usize, usize, String, String)>) {
     std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
-fn is_new(command: &str) -> bool {
-    command.split_whitespace().any(|word| word == "new")
-}
-
+/// Runs every example of `page` (its scenarios side by side, each in page order) and fails
+/// with a report of every example that printed what the page does not show.
 pub fn run_page(page: &str) {
     let path = repo_root().join(page);
     let text = std::fs::read_to_string(&path).unwrap();
-    // The scenarios by name; `current` is the one the examples run in.
-    let mut scenarios: HashMap<String, Scenario> = HashMap::new();
-    let mut current = String::from("(page start)");
-    scenarios.insert(current.clone(), Scenario::new());
-    let mut next: Option<Next> = None;
-    let (mut ran, mut checked) = (0, 0);
-    // (first line, line count, prefix, what it printed) of each block that showed otherwise.
-    let mut blessed: Vec<(usize, usize, String, String)> = Vec::new();
-    // Where the time goes: each item that took more than a second is named.
-    let mut last = (std::time::Instant::now(), 0);
-    for item in parse(&text) {
-        let line = match &item {
-            Item::Directive { line, .. } | Item::Block { line, .. } => *line,
-        };
-        if last.0.elapsed() > std::time::Duration::from_secs(1) {
-            eprintln!("{page}:{}: took {:.1?}", last.1, last.0.elapsed());
-        }
-        last = (std::time::Instant::now(), line);
-        match item {
-            Item::Directive {
-                kind,
-                arg,
-                body,
-                line,
-            } => {
-                let at = format!("{page}:{line}");
-                assert!(next.is_none(), "{at}: a doctest comment between another and its block");
-                match kind.as_str() {
-                    "fresh" => {
-                        // An unnamed scenario cannot be gone back to: end it (its runners,
-                        // its databases) before the next begins.
-                        if current.starts_with('(') {
-                            scenarios.remove(&current);
-                        }
-                        current = format!("(fresh at line {line})");
-                        scenarios.insert(current.clone(), Scenario::new());
-                        continue;
-                    }
-                    "scenario" => {
-                        current = arg.clone();
-                        scenarios.entry(arg).or_insert_with(Scenario::new);
-                        continue;
-                    }
-                    _ => {}
-                }
-                let scenario = scenarios.get_mut(&current).unwrap();
-                match kind.as_str() {
-                    _ if scenario.skipped.is_some() => {}
-                    "database" => {
-                        let (server, name) = arg.split_once(' ').expect("database KIND NAME");
-                        scenario.database(server, name);
-                    }
-                    "pgbouncer" => scenario.pgbouncer(&arg),
-                    "setup" => scenario.setup(&format!("{arg}\n{body}"), &at),
-                    "spawn" => scenario.spawn(&arg, &body),
-                    "file" => next = Some(Next::File(arg)),
-                    "run" => next = Some(Next::Run(format!("{arg}\n{body}").trim().to_string())),
-                    "output" => next = Some(Next::Output(arg)),
-                    "not-run" => {
-                        assert!(!arg.is_empty(), "{at}: not-run needs a reason");
-                        next = Some(Next::NotRun);
-                    }
-                    other => panic!("{at}: unknown doctest comment `{other}`"),
-                }
-            }
-            Item::Block {
-                lang,
-                text,
-                line,
-                prefix,
-            } => {
-                let at = format!("{page}:{line}");
-                let todo = next.take();
-                let scenario = scenarios.get_mut(&current).unwrap();
-                if let Some(why) = &scenario.skipped {
-                    eprintln!("SKIPPED: {at} ({why})");
-                    continue;
-                }
-                match todo {
-                    Some(Next::NotRun) => {}
-                    Some(Next::File(file)) => {
-                        if lang == "toml" {
-                            super::checks::toml(&at, &text);
-                        }
-                        write(scenario.path(), &file, &text)
-                    }
-                    Some(Next::Run(command)) => {
-                        let out = scenario.command(&command);
-                        let (stdout, stderr) = streams(scenario, &out);
-                        if !check(&at, &command, &text, &stdout, &stderr, is_new(&command)) {
-                            blessed.push((line, text.lines().count(), prefix, shown(&stdout, &stderr)));
-                        }
-                        ran += 1;
-                    }
-                    Some(Next::Output(name)) => {
-                        let (stdout, stderr) = scenario.finish(&name);
-                        let (stdout, stderr) = (
-                            scenario.as_documented(&stdout),
-                            scenario.as_documented(&stderr),
-                        );
-                        if !check(&at, &name, &text, &stdout, &stderr, false) {
-                            blessed.push((line, text.lines().count(), prefix, shown(&stdout, &stderr)));
-                        }
-                        ran += 1;
-                    }
-                    None => {
-                        let (commands, printed) = block(scenario, &at, page, &lang, &text);
-                        ran += commands;
-                        if let Some(printed) = printed {
-                            blessed.push((line, text.lines().count(), prefix, printed));
-                        }
-                        checked += 1;
-                    }
-                }
-
+    let started = std::time::Instant::now();
+    let queue = Mutex::new(scenarios(parse(&text)));
+    let outcomes = Mutex::new(Vec::<Outcome>::new());
+    std::thread::scope(|threads| {
+        let workers: Vec<_> = (0..AT_ONCE)
+            .map(|_| {
+                threads.spawn(|| loop {
+                    let Some(items) = queue.lock().unwrap().pop() else {
+                        return;
+                    };
+                    let outcome = run_scenario(page, items);
+                    outcomes.lock().unwrap().push(outcome);
+                })
+            })
+            .collect();
+        // A worker's panic (a setup that failed, a block that cannot be run) is the page's.
+        for worker in workers {
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
             }
         }
+    });
+    let mut all = Outcome::default();
+    for outcome in outcomes.into_inner().unwrap() {
+        all.ran += outcome.ran;
+        all.checked += outcome.checked;
+        all.mismatches.extend(outcome.mismatches);
+        all.blessed.extend(outcome.blessed);
     }
-    assert!(next.is_none(), "{page}: a doctest comment at the end with no block");
-    let ending = std::time::Instant::now();
-    drop(scenarios);
-    eprintln!("{page}: the scenarios ended in {:.1?}", ending.elapsed());
-    eprintln!("{page}: {ran} examples run, {checked} blocks run or checked");
-    if blessing() && !blessed.is_empty() {
-        bless(&path, blessed);
+    eprintln!(
+        "{page}: {} examples run, {} blocks run or checked, in {:.1?}",
+        all.ran,
+        all.checked,
+        started.elapsed()
+    );
+    if blessing() && !all.blessed.is_empty() {
+        bless(&path, all.blessed);
     }
-    let mismatches = MISMATCHES.with(|m| std::mem::take(&mut *m.borrow_mut()));
-    if !mismatches.is_empty() {
+    if !all.mismatches.is_empty() {
+        all.mismatches.sort();
         panic!(
             "{} example(s) of {page} do not show what they print:\n\n{}",
-            mismatches.len(),
-            mismatches.join("\n\n")
+            all.mismatches.len(),
+            all.mismatches.join("\n\n")
         );
     }
-}
-
-fn streams(scenario: &Scenario, out: &std::process::Output) -> (String, String) {
-    let text = |bytes: &[u8]| scenario.as_documented(&String::from_utf8_lossy(bytes));
-    (text(&out.stdout), text(&out.stderr))
-}
-
-fn write(root: &Path, file: &str, text: &str) {
-    let path = root.join(file);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-/// Runs or checks a block that has no comment before it: how many commands it ran, and
-/// (a `console` block that printed otherwise) the block as the run printed it.
-fn block(
-    scenario: &Scenario,
-    at: &str,
-    page: &str,
-    lang: &str,
-    text: &str,
-) -> (usize, Option<String>) {
-    let first = text.lines().next().unwrap_or("");
-    let checked = match lang {
-        "console" => return console(scenario, at, text),
-        "sh" => {
-            scenario.setup(text, at);
-            return (1, None);
-        }
-        "sql" => {
-            let file = first.strip_prefix("-- ").filter(|f| f.ends_with(".sql"));
-            let file = file.unwrap_or_else(|| panic!("{at}: an SQL block starts with `-- PATH`"));
-            write(scenario.path(), file, text)
-        }
-        "toml" => super::checks::toml(at, text),
-        "json" => super::checks::json_migration(at, text),
-        "rust" => super::checks::rust_is_doctested(at, page),
-        "" => panic!("{at}: a code block without a language; say what it is"),
-        other => panic!("{at}: a `{other}` block is neither run nor checked; mark it not-run"),
-    };
-    let () = checked;
-    (0, None)
-}
-
-/// Runs each `$ ` line of a `console` block and compares what it printed; the block as the
-/// run printed it when that differs.
-fn console(scenario: &Scenario, at: &str, text: &str) -> (usize, Option<String>) {
-    let mut commands: Vec<(String, String)> = Vec::new();
-    for line in text.lines() {
-        if let Some(command) = line.strip_prefix("$ ") {
-            commands.push((command.to_string(), String::new()));
-        } else {
-            let (_, shown) = commands
-                .last_mut()
-                .unwrap_or_else(|| panic!("{at}: a console block starts with `$ `"));
-            shown.push_str(line);
-            shown.push('\n');
-        }
-    }
-    let mut as_run = String::new();
-    let mut all_shown = true;
-    for (command, expected) in &commands {
-        let out = scenario.command(command);
-        let (stdout, stderr) = streams(scenario, &out);
-        all_shown &= check(at, command, expected, &stdout, &stderr, is_new(command));
-        // Blank lines between one command's output and the next command stay as written.
-        let gap = &expected[expected.trim_end_matches('\n').len()..];
-        let printed = shown(&stdout, &stderr);
-        as_run.push_str(&format!("$ {command}\n{}", printed.trim_end_matches('\n')));
-        as_run.push_str(if gap.len() > 1 { "\n\n" } else { "\n" });
-    }
-    (commands.len(), (!all_shown).then_some(as_run))
 }

@@ -95,7 +95,8 @@ impl Scenario {
             return;
         };
         let actual = format!("{}/{}", db.host_port(), db.name);
-        self.rewrites.push((format!("{doc_address}/{name}"), actual));
+        self.rewrites
+            .push((format!("{doc_address}/{name}"), actual));
         if db.host_port() != doc_address {
             self.rewrites
                 .push((doc_address.to_string(), db.host_port().to_string()));
@@ -116,8 +117,10 @@ impl Scenario {
         };
         let actual = bouncer.url();
         let actual = actual.strip_prefix("postgres://").unwrap();
-        self.rewrites
-            .insert(0, (format!("app@pgbouncer:6432/{name}"), actual.to_string()));
+        self.rewrites.insert(
+            0,
+            (format!("app@pgbouncer:6432/{name}"), actual.to_string()),
+        );
         self.bouncers.push(bouncer);
     }
 
@@ -191,7 +194,10 @@ impl Scenario {
 
     /// Runs an example's hidden setup; it must succeed.
     pub fn setup(&self, script: &str, at: &str) {
-        let out = self.shell(&format!("set -e\n{script}"), true).output().unwrap();
+        let out = self
+            .shell(&format!("set -e\n{script}"), true)
+            .output()
+            .unwrap();
         assert!(
             out.status.success(),
             "{at}: the setup failed:\n{script}\n{}{}",
