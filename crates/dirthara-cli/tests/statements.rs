@@ -1,6 +1,6 @@
 //! Statements, not files: a step that cannot run in one transaction runs statement by
-//! statement in every layout (goose `NO TRANSACTION`, dbmate `transaction:false`, dirthara's
-//! `no-transaction`), as goose, dbmate, psql and the mysql client run it; a failing statement
+//! statement in every layout (goose `NO TRANSACTION`, dbmate `transaction:false`, Diesel
+//! `run_in_transaction = false`, dirthara's `no-transaction`), as goose, dbmate, psql and the mysql client run it; a failing statement
 //! is named by the file and its line (and column where the server gives a position); and a
 //! step whose first statement fails changed nothing, so it is not left dirty.
 
@@ -67,11 +67,12 @@ async fn every_layout_runs_a_non_transactional_step_statement_by_statement(serve
         |index: &str, column: &str| format!("CREATE INDEX{concurrently} {index} ON t ({column});");
     db.execute("CREATE TABLE t (a INT, b INT, c INT, d INT, e INT, f INT)")
         .await;
-    // (layout, the indexes it makes, its files and their text)
-    type Layout<'a> = (&'a str, String, Vec<(&'a str, String)>);
-    let layouts: [Layout; 3] = [
+    // (layout, its migration's version, the indexes it makes, its files and their text)
+    type Layout<'a> = (&'a str, u64, String, Vec<(&'a str, String)>);
+    let layouts: [Layout; 4] = [
         (
             "goose",
+            1,
             "ia ib".into(),
             vec![(
                 "1_goose.sql",
@@ -86,6 +87,7 @@ async fn every_layout_runs_a_non_transactional_step_statement_by_statement(serve
         ),
         (
             "dbmate",
+            1,
             "ic id".into(),
             vec![(
                 "1_dbmate.sql",
@@ -100,6 +102,7 @@ async fn every_layout_runs_a_non_transactional_step_statement_by_statement(serve
         ),
         (
             "dirthara",
+            1,
             "ie if".into(),
             vec![
                 (
@@ -116,16 +119,41 @@ async fn every_layout_runs_a_non_transactional_step_statement_by_statement(serve
                 ),
             ],
         ),
+        (
+            // Diesel says it in the folder's metadata.toml, for both files.
+            "diesel",
+            20240101000000,
+            "ig ih".into(),
+            vec![
+                (
+                    "2024-01-01-000000_concurrently/metadata.toml",
+                    "run_in_transaction = false\n".into(),
+                ),
+                (
+                    "2024-01-01-000000_concurrently/up.sql",
+                    format!("{}\n{}\n", create("ig", "a"), create("ih", "b")),
+                ),
+                (
+                    "2024-01-01-000000_concurrently/down.sql",
+                    format!("{}\n{}\n", drop("ig"), drop("ih")),
+                ),
+            ],
+        ),
     ];
-    for (layout, made, files) in layouts {
+    for (layout, version, made, files) in layouts {
         let dir = support::scratch_dir();
         for (name, body) in &files {
-            std::fs::write(dir.path().join(name), body).unwrap();
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, body).unwrap();
         }
         let history = format!("history_{layout}");
         let args = |command: &'static str| [command, "--history-table", history.as_str()];
         let applied = ok(&db, dir.path(), &args("migrate"));
-        assert_eq!(applied["applied"][0]["version"], 1, "{layout}: {applied}");
+        assert_eq!(
+            applied["applied"][0]["version"], version,
+            "{layout}: {applied}"
+        );
         let made: Vec<String> = made
             .split(' ')
             .map(|i| {

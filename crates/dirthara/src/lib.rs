@@ -144,3 +144,14 @@ pub use source::DirectoryLayout;
 pub(crate) fn hostname() -> String {
     gethostname::gethostname().to_string_lossy().into_owned()
 }
+
+/// The Rust examples of the README and the recipes page, compiled (and where they need no
+/// database, run) as doctests, so the docs show code that builds against this API. Their
+/// other examples are run by the CLI's `tests/doc_examples.rs`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeExamples;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/recipes.md")]
+pub struct RecipesExamples;
