@@ -99,14 +99,18 @@ impl Renderer {
         match self.format {
             OutputFormat::Json if matches!(error, CliError::FleetIncomplete(_)) => {}
             OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
-            OutputFormat::Ndjson => ndjson_line("error", serde_json::json!({ "error": error })),
+            OutputFormat::Ndjson => {
+                let at = dirthara::format_timestamp(std::time::SystemTime::now());
+                let line = serde_json::json!({ "event": "error", "at": at, "error": error });
+                stdout_line(&line.to_string());
+            }
             OutputFormat::Human => {}
         }
     }
 }
 
-/// One `--output ndjson` line that is not an engine event (the `result` or `error` that ends
-/// the stream): `event` names it, and `at` is stamped as the engine stamps its events.
+/// One `--output ndjson` line that is not an engine event (the `result` that ends the
+/// stream): `event` names it, and `at` is stamped as the engine stamps its events.
 fn ndjson_line(event: &str, mut doc: serde_json::Value) {
     if let Some(map) = doc.as_object_mut() {
         map.insert("event".into(), event.into());

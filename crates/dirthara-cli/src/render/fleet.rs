@@ -14,6 +14,11 @@ impl Renderer {
             OutputFormat::Ndjson => return self.ndjson_result(report),
             OutputFormat::Human => {}
         }
+        // `-q` keeps what a read-only command is for; of a changing one, only its errors.
+        let reads = matches!(report.operation.as_str(), "status" | "preview" | "wait");
+        if self.quiet && !reads {
+            return;
+        }
         let rows: Vec<[String; 3]> = (report.not_fine())
             .map(|t| [t.name.clone(), t.outcome.to_string(), detail(t)])
             .collect();
