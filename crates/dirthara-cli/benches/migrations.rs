@@ -15,7 +15,9 @@
 //! - c. 8 CLI processes started at once on one empty database with 200 pending, beside one
 //!   runner alone, on PostgreSQL and MariaDB;
 //! - d. lock hand-over latency (B's `lock_acquired.at` − A's `lock_released.at`, the events'
-//!   own stamps), PostgreSQL and MariaDB.
+//!   own stamps), PostgreSQL and MariaDB;
+//! - e. the no-op as the history grows: 1 applied against 1,000 applied, CLI, both servers;
+//! - f. round trips per migration, counted on the wire by a proxy, both servers.
 //!
 //! Compare rows of one run with each other (ratios), not with figures from another machine.
 //! `DIRTHARA_BENCH_ONLY=pg,handover-mysql` runs only the scenarios named (see `wanted`).
@@ -39,6 +41,10 @@ use sqlx::{Connection, MySqlConnection, PgConnection};
 
 #[path = "migrations/floors.rs"]
 mod floors;
+#[path = "migrations/round_trips.rs"]
+mod round_trips;
+#[path = "migrations/scaling.rs"]
+mod scaling;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
@@ -1099,7 +1105,7 @@ async fn header(bin: &BenchResult<PathBuf>) -> (bool, bool) {
 
 /// Whether scenario `key` runs: all of them, unless `DIRTHARA_BENCH_ONLY` lists some
 /// (comma-separated: load, startup, pg, mysql, sqlite, contention-pg, contention-mysql,
-/// handover-pg, handover-mysql).
+/// noop-by-history, round-trips, handover-pg, handover-mysql).
 fn wanted(key: &str) -> bool {
     match std::env::var("DIRTHARA_BENCH_ONLY") {
         Ok(only) if !only.trim().is_empty() => only.split(',').any(|k| k.trim() == key),
@@ -1158,6 +1164,26 @@ async fn main() {
             "c. concurrent CLI runners, MariaDB",
             "MariaDB is not reachable",
         );
+    }
+
+    for (server, up) in [(Server::Postgres, postgres_up), (Server::Mysql, mysql_up)] {
+        let Ok(bin) = &bin else { break };
+        if up && wanted("noop-by-history") {
+            let result = scaling::noop_by_history(server, bin, &mut table).await;
+            record(
+                &mut table,
+                &format!("e. no-op by history size, {}", server.label()),
+                result,
+            );
+        }
+        if up && wanted("round-trips") {
+            let result = scaling::round_trips(server, bin, &mut table).await;
+            record(
+                &mut table,
+                &format!("f. round trips, {}", server.label()),
+                result,
+            );
+        }
     }
 
     if wanted("handover-pg") {

@@ -1,0 +1,96 @@
+//! e. The no-op as the history grows: `migrate` with 1 applied against 1,000 applied, as CLI
+//! processes, alternated so the machine's drift hits both alike (target: 1,000 applied costs at
+//! most 1.2x of 1 applied — a no-op compares the history's digest, not its records).
+//! f. Round trips per migration, counted on the wire by a proxy: 200 migrations applied, less
+//! a no-op run's requests, over 200.
+
+use std::path::Path;
+
+use super::round_trips::{CountingProxy, Wire};
+use super::{cli, median, ms, run_cli, trivial_migrations, BenchResult, Server, Table};
+
+const ROUND_TRIP_MIGRATIONS: i64 = 200;
+const ROUND_TRIP_REPS: usize = 3;
+
+pub async fn noop_by_history(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {
+    let small_db = server.create_db().await?;
+    let large_db = server.create_db().await?;
+    let small = trivial_migrations(1, true);
+    let large = trivial_migrations(super::TRIVIAL, true);
+    for (db, dir) in [(&small_db, small.path()), (&large_db, large.path())] {
+        run_cli(cli(bin, &db.url, dir, &["-q", "migrate"])).await?;
+    }
+    let (mut one, mut thousand) = (vec![], vec![]);
+    for rep in 1..=2 * super::NOOP_REPS {
+        eprintln!("[e] {}: no-op by history size, rep {rep}", server.label());
+        let (elapsed, _) =
+            run_cli(cli(bin, &small_db.url, small.path(), &["-q", "migrate"])).await?;
+        one.push(ms(elapsed));
+        let (elapsed, _) =
+            run_cli(cli(bin, &large_db.url, large.path(), &["-q", "migrate"])).await?;
+        thousand.push(ms(elapsed));
+    }
+    let ratio = median(&thousand) / median(&one);
+    table.add(
+        format!("e. no-op, 1 applied, {}: CLI", server.label()),
+        &one,
+        vec![],
+    );
+    table.add(
+        format!(
+            "e. no-op, {} applied, {}: CLI",
+            super::TRIVIAL,
+            server.label()
+        ),
+        &thousand,
+        vec![format!(
+            "{ratio:.2}x the no-op with 1 applied (target <= 1.2x), runs alternated"
+        )],
+    );
+    Ok(())
+}
+
+pub async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {
+    let (wire, no_tls) = match server {
+        Server::Postgres => (Wire::Postgres, "sslmode=disable"),
+        Server::Mysql => (Wire::Mysql, "ssl-mode=DISABLED"),
+    };
+    let dir = trivial_migrations(ROUND_TRIP_MIGRATIONS, true);
+    let mut per_migration = vec![];
+    let mut noop_requests = 0;
+    for rep in 1..=ROUND_TRIP_REPS {
+        eprintln!(
+            "[f] {}: round trips, rep {rep}/{ROUND_TRIP_REPS}",
+            server.label()
+        );
+        let db = server.create_db().await?;
+        let proxy = CountingProxy::start(wire, db.host_port()).await?;
+        let url = through(&db.url, &db.host_port(), proxy.port, no_tls);
+        run_cli(cli(bin, &url, dir.path(), &["-q", "migrate"])).await?;
+        let applied = proxy.requests();
+        run_cli(cli(bin, &url, dir.path(), &["-q", "migrate"])).await?;
+        let noop = proxy.requests() - applied;
+        noop_requests = noop;
+        per_migration.push((applied - noop) as f64 / ROUND_TRIP_MIGRATIONS as f64);
+    }
+    let target = match server {
+        Server::Mysql => "target <= 3",
+        Server::Postgres => "one message per migration, with its record",
+    };
+    table.add(
+        format!("f. round trips per migration, {}", server.label()),
+        &per_migration,
+        vec![format!(
+            "requests counted on the wire ({ROUND_TRIP_MIGRATIONS} applied, less a no-op run's \
+             {noop_requests}); {target}"
+        )],
+    );
+    Ok(())
+}
+
+/// `url` reaching the server through the proxy on `port`, without TLS.
+fn through(url: &str, host_port: &str, port: u16, no_tls: &str) -> String {
+    let url = url.replacen(host_port, &format!("127.0.0.1:{port}"), 1);
+    let joiner = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{joiner}{no_tls}")
+}
