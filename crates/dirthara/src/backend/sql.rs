@@ -431,7 +431,8 @@ impl<D: SqlDriver> SqlBackend<D> {
 /// What a step sent whole in one transaction also carries.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Atomic {
-    /// The session-lock check ([`Step::checks_lock`]).
+    /// The session-lock check ([`Step::checks_lock`]), which only a driver's
+    /// [`SqlDriver::execute_atomically`] can make (PostgreSQL's).
     pub checks_lock: bool,
     /// [`Step::lock_timeout`], for the transaction only (`SET LOCAL`).
     pub lock_timeout: Option<std::time::Duration>,
