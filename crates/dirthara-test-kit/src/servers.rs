@@ -27,6 +27,16 @@ impl Server {
         }
     }
 
+    /// The server as a person names it (the test servers are PostgreSQL, MariaDB and a
+    /// MongoDB-compatible one).
+    pub fn label(self) -> &'static str {
+        match self {
+            Server::Postgres => "PostgreSQL",
+            Server::Mysql => "MariaDB",
+            Server::Mongo => "MongoDB",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Server::Postgres => "postgres",
