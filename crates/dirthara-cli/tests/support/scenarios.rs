@@ -5,12 +5,10 @@
 //! [`Place`] is the database of one test: a SQLite file or a throwaway database on a test
 //! server, with what a scenario needs to know of it.
 
-use std::process::Command;
-
 use tempfile::TempDir;
 
 use super::servers::{Server, TestDb};
-use super::{dirthara, scratch_dir, Migrations};
+use super::{scratch_dir, Migrations};
 
 /// One test per row and scenario: `scenario_tests! { row => ROW => [scenario, ...], ... }`
 /// makes the module `row`, holding for each listed scenario the test `scenario`, which runs
@@ -63,7 +61,7 @@ impl Place {
         }
     }
 
-    /// The server database, for a scenario that looks inside it.
+    /// The server database; `None` for SQLite.
     pub fn db(&self) -> Option<&TestDb> {
         match self {
             Place::Sqlite(_) => None,
@@ -90,10 +88,5 @@ impl Place {
                 (seconds * 1_500_000.0) as u64
             ),
         }
-    }
-
-    /// `dirthara -d URL --dir DIR <args>` on this database.
-    pub fn dirthara(&self, dir: &std::path::Path, args: &[&str]) -> Command {
-        dirthara(&self.url(), dir, args)
     }
 }
