@@ -48,7 +48,7 @@ mod scaling;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use support::servers::{Server as TestServer, TestDb};
+use support::servers::{Server, TestDb};
 use support::{clean_command, dirthara_with, scratch_dir, try_applied_versions, Migrations};
 
 type BenchResult<T> = Result<T, String>;
@@ -69,37 +69,10 @@ const HOLD_SECONDS: f64 = 0.3;
 // Servers and throwaway databases
 // ---------------------------------------------------------------------------------------
 
-/// The servers the bench measures: those with a command-line client to make the floors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Server {
-    Postgres,
-    Mysql,
-}
-
-impl Server {
-    /// The same server as the test suite knows it.
-    fn test_server(self) -> TestServer {
-        match self {
-            Server::Postgres => TestServer::Postgres,
-            Server::Mysql => TestServer::Mysql,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Server::Postgres => "PostgreSQL",
-            Server::Mysql => "MariaDB",
-        }
-    }
-
-    fn sleep_sql(self, seconds: f64) -> String {
-        self.test_server().sleep(seconds)
-    }
-
-    /// A database of the bench's own on this server, dropped when the value is.
-    async fn create_db(self) -> BenchResult<TestDb> {
-        TestDb::try_create(self.test_server()).await
-    }
+/// The bench measures the servers with a command-line client to make its floors with:
+/// PostgreSQL and MariaDB, not MongoDB.
+fn unmeasured(server: Server) -> String {
+    format!("the bench does not measure {}", server.label())
 }
 
 /// PostgreSQL's committed-transaction counter for one database, read from the admin
@@ -111,7 +84,7 @@ struct XactCounter {
 
 impl XactCounter {
     async fn connect() -> BenchResult<XactCounter> {
-        let admin = PgConnection::connect(&TestServer::Postgres.admin_url())
+        let admin = PgConnection::connect(&Server::Postgres.admin_url())
             .await
             .map_err(|e| format!("PostgreSQL admin connection: {e}"))?;
         Ok(XactCounter { admin })
@@ -169,6 +142,7 @@ async fn count_history(server: Server, url: &str) -> BenchResult<i64> {
             let _ = c.close().await;
             n
         }
+        Server::Mongo => return Err(unmeasured(server)),
     };
     counted.map_err(|e| format!("counting history rows: {e}"))
 }
@@ -457,7 +431,7 @@ impl FreshDb {
         match kind {
             Kind::Postgres | Kind::Mysql => {
                 let server = kind.server().expect("a server kind");
-                let db = server.create_db().await?;
+                let db = TestDb::try_create(server).await?;
                 Ok(FreshDb {
                     url: db.url.clone(),
                     server: Some(db),
@@ -683,6 +657,7 @@ fn floor_client(server: Server) -> &'static str {
     match server {
         Server::Postgres => "psql -1",
         Server::Mysql => "mysql",
+        Server::Mongo => "(none)",
     }
 }
 
@@ -700,7 +675,7 @@ async fn apply_floor(
             "[a] floor: {} apply {TRIVIAL}, rep {rep}/{APPLY_REPS}",
             floor_client(server)
         );
-        let db = server.create_db().await?;
+        let db = TestDb::try_create(server).await?;
         let elapsed = floors::apply(server, &db.url, dir, commit_each).await?;
         let rows = count_tables(server, &db.url).await?;
         if rows != TRIVIAL {
@@ -747,6 +722,7 @@ async fn count_tables(server: Server, url: &str) -> BenchResult<i64> {
             let _ = c.close().await;
             n
         }
+        Server::Mongo => return Err(unmeasured(server)),
     };
     counted.map_err(|e| format!("counting tables: {e}"))
 }
@@ -836,7 +812,7 @@ async fn bench_contention(
     let mut times = vec![];
     for rep in 1..=CONTENTION_REPS {
         eprintln!("[c] 1 runner, rep {rep}/{CONTENTION_REPS}");
-        let db = server.create_db().await?;
+        let db = TestDb::try_create(server).await?;
         let (elapsed, output) = run_cli(cli(bin, &db.url, dir, &args)).await?;
         if try_applied_versions(&output)?.len() != CONTENDED as usize {
             return Err(format!(
@@ -852,7 +828,7 @@ async fn bench_contention(
     let (mut times, mut finish_spread) = (vec![], vec![]);
     for rep in 1..=CONTENTION_REPS {
         eprintln!("[c] {RUNNERS} runners at once, rep {rep}/{CONTENTION_REPS}");
-        let db = server.create_db().await?;
+        let db = TestDb::try_create(server).await?;
         let started = Instant::now();
         let mut waits = Vec::with_capacity(RUNNERS);
         for _ in 0..RUNNERS {
@@ -992,7 +968,7 @@ async fn handover_once(url: &str, dir: &Path) -> BenchResult<Handover> {
 
 async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
     let label = format!("d. lock hand-over latency, {}", server.label());
-    let db = match server.create_db().await {
+    let db = match TestDb::try_create(server).await {
         Ok(db) => db,
         Err(reason) => {
             table.skip(label, reason);
@@ -1006,12 +982,7 @@ async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
             eprintln!("[d] {}: rep {i}/{HANDOVER_REPS}", server.label());
         }
         // A new version each round: A applies it (holding the lock), B finds nothing to do.
-        migrations.add(
-            i,
-            &format!("hold{i}"),
-            &server.sleep_sql(HOLD_SECONDS),
-            None,
-        );
+        migrations.add(i, &format!("hold{i}"), &server.sleep(HOLD_SECONDS), None);
         let sample = handover_once(&db.url, migrations.path()).await?;
         latencies.push(sample.latency);
         waits.push(sample.b_waited);
@@ -1027,7 +998,7 @@ async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
         &latencies,
         vec![format!(
             "B lock_acquired.at - A lock_released.at; A holds with {}; B waited median {} ms",
-            server.sleep_sql(HOLD_SECONDS),
+            server.sleep(HOLD_SECONDS),
             fmt_ms(median(&waits))
         )],
     );
@@ -1078,7 +1049,7 @@ async fn header(bin: &BenchResult<PathBuf>) -> (bool, bool) {
             false
         }
     };
-    let mysql_up = match MySqlConnection::connect(&TestServer::Mysql.admin_url()).await {
+    let mysql_up = match MySqlConnection::connect(&Server::Mysql.admin_url()).await {
         Ok(mut c) => {
             let version: String = sqlx::query_scalar(
                 "SELECT CAST(CONCAT(VERSION(), ' (innodb_flush_log_at_trx_commit=', \

@@ -1,43 +1,43 @@
-//! The lease lock (`--locking lease`) against real databases, with real processes. One file
-//! (one test binary, one link) for every lease scenario on every database.
+//! The lease lock (`--locking lease`) against real databases, with real processes. The
+//! scenarios every database shares run on each row of the table below (a row lists those
+//! its database runs); after them, what is planted by hand in one database's lease table.
+//! One file (one test binary, one link) for every lease scenario on every database.
 
 mod support;
 
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
+use support::scenarios::{Database, Place};
 use support::servers::{Server, TestDb};
 use support::watch::Watched;
 use support::{
-    applied_versions, dirthara, dirthara_command, scratch_dir, spawn, text, wait_until_held,
-    wait_with_watchdog, Migrations,
+    applied_versions, dirthara, dirthara_command, spawn, text, wait_until_held, wait_with_watchdog,
+    Migrations,
 };
+
+crate::scenario_tests! {
+    sqlite => Database::Sqlite => [
+        lease_contention,
+        a_killed_lease_holder_blocks_only_until_its_lease_lapses,
+        a_lease_forced_open_mid_migration_stops_the_holder_before_the_next,
+    ],
+    postgres => Database::Server(Server::Postgres) => [
+        lease_contention,
+        a_killed_lease_holder_blocks_only_until_its_lease_lapses,
+        a_lease_forced_open_mid_migration_stops_the_holder_before_the_next,
+    ],
+    mysql => Database::Server(Server::Mysql) => [
+        lease_contention,
+        a_lease_forced_open_mid_migration_stops_the_holder_before_the_next,
+    ],
+    // Not `mongodb`: the module would shadow the driver crate of that name.
+    mongo => Database::Server(Server::Mongo) => [lease_contention],
+}
 
 /// The lease tests never wait long; a hang is a bug.
 fn finish(child: Child) -> Output {
     wait_with_watchdog(child, Duration::from_secs(90))
-}
-
-/// Where the lease tests run: a SQLite file or a server database.
-enum Place {
-    Sqlite(tempfile::TempDir),
-    Server(TestDb),
-}
-
-impl Place {
-    async fn new(server: Option<Server>) -> Option<Place> {
-        match server {
-            None => Some(Place::Sqlite(scratch_dir())),
-            Some(server) => TestDb::create(server).await.map(Place::Server),
-        }
-    }
-
-    fn url(&self) -> String {
-        match self {
-            Place::Sqlite(dir) => format!("sqlite:{}", dir.path().join("lease.db").display()),
-            Place::Server(db) => db.url.clone(),
-        }
-    }
 }
 
 fn history_count(url: &str, dir: &std::path::Path) -> (usize, bool) {
@@ -61,17 +61,14 @@ fn history_count(url: &str, dir: &std::path::Path) -> (usize, bool) {
     (applied, one_batch)
 }
 
-async fn contention(server: Option<Server>) {
-    // Default wait (none): one winner; the rest fail fast having changed nothing, or start
-    // after the winner released and find nothing to do.
-    let Some(place) = Place::new(server).await else {
+/// Eight runners at once. With the default wait (none): one winner; the rest fail fast
+/// having changed nothing, or start after the winner released and find nothing to do. With
+/// a wait, everyone succeeds, and each migration is still applied once.
+async fn lease_contention(database: Database) {
+    let Some(place) = Place::new(database).await else {
         return;
     };
-    let m = if server == Some(Server::Mongo) {
-        Migrations::collections(50)
-    } else {
-        Migrations::tables(50)
-    };
+    let m = place.migrations(50);
     let url = place.url();
     let runners: Vec<Child> = (0..8)
         .map(|_| {
@@ -106,7 +103,7 @@ async fn contention(server: Option<Server>) {
     assert_eq!(history_count(&url, m.path()), (50, true));
 
     // With a wait, everyone succeeds and each migration is still applied once.
-    let Some(place) = Place::new(server).await else {
+    let Some(place) = Place::new(database).await else {
         return;
     };
     let url = place.url();
@@ -139,33 +136,15 @@ async fn contention(server: Option<Server>) {
     assert_eq!(history_count(&url, m.path()), (50, true));
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn lease_contention_postgres() {
-    contention(Some(Server::Postgres)).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lease_contention_mysql() {
-    contention(Some(Server::Mysql)).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lease_contention_mongodb() {
-    contention(Some(Server::Mongo)).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn lease_contention_sqlite_processes_sharing_one_file() {
-    contention(None).await;
-}
-
-async fn killed_holder(server: Option<Server>, sleep_sql: &str) {
-    let Some(place) = Place::new(server).await else {
+/// A holder killed inside a migration: the next runner is refused while the dead holder's
+/// lease lasts, and proceeds with no operator action once it lapses (never sooner).
+async fn a_killed_lease_holder_blocks_only_until_its_lease_lapses(database: Database) {
+    let Some(place) = Place::new(database).await else {
         return;
     };
     let url = place.url();
     let m = Migrations::new();
-    m.add(1, "slow", sleep_sql, None);
+    m.add(1, "slow", &place.busy_step(30.0), None);
     let mut victim = spawn(dirthara(
         &url,
         m.path(),
@@ -220,19 +199,65 @@ async fn killed_holder(server: Option<Server>, sleep_sql: &str) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_killed_lease_holder_blocks_only_until_its_lease_lapses_postgres() {
-    killed_holder(Some(Server::Postgres), "SELECT pg_sleep(30)").await;
-}
+/// `unlock --force` from another process deletes the lease while its holder is inside a slow
+/// migration: the holder finishes that one, finds the lease gone before the next, and stops
+/// with `LOCK_LEASE_LOST` (warning `LOCK_LEASE_EXPIRED` as it lets go), as docs/locking.md
+/// documents. PostgreSQL's and MongoDB's leases have tests of their own below, with an
+/// intruder taking the lease meanwhile.
+async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next(database: Database) {
+    let Some(place) = Place::new(database).await else {
+        return;
+    };
+    let url = place.url();
+    let m = Migrations::new();
+    // Outside a transaction: a transactional SQLite step holds the file's one write lock for
+    // its whole length, and `unlock --force` could not delete the lease until it commits.
+    let slow = format!("-- dirthara:no-transaction\n{}", place.busy_step(2.0));
+    m.add(1, "slow", &slow, None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let mut holder = Watched::spawn(dirthara(
+        &url,
+        m.path(),
+        &["migrate", "--locking", "lease", "--output", "ndjson"],
+    ));
+    holder.wait_for("migration_started", Some(1));
+    // Past the step's first write (its `running` marker, where it has one).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let out = dirthara(&url, m.path(), &["unlock", "--force", "--locking", "lease"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("deleted the lease held by `dirthara migrate"),
+        "{stdout}"
+    );
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_killed_lease_holder_blocks_only_until_its_lease_lapses_sqlite() {
-    // A recursive CTE keeps SQLite busy long enough to be killed inside the migration.
-    killed_holder(
-        None,
-        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300000000) SELECT count(*) FROM n",
+    let ended = holder.finish(Duration::from_secs(60));
+    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
+    let error = ended.error();
+    assert_eq!(error["code"], "LOCK_LEASE_LOST", "{}", ended.stderr);
+    assert!(
+        ended.stderr.contains("before migration 2 (next)"),
+        "{}",
+        ended.stderr
+    );
+    assert!(
+        ended.stderr.contains("warning [LOCK_LEASE_EXPIRED]"),
+        "{}",
+        ended.stderr
+    );
+    assert_eq!(ended.finished(), vec![1]);
+    assert_eq!(error["completed"][0]["version"], 1, "{error}");
+    // Migration 2 never ran: it is pending, and a new run applies it.
+    let out = dirthara(
+        &url,
+        m.path(),
+        &["migrate", "--locking", "lease", "--output", "json"],
     )
-    .await;
+    .output()
+    .unwrap();
+    assert_eq!(applied_versions(&out), vec![2], "{:?}", text(&out));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -565,78 +590,4 @@ async fn a_mongodb_lease_with_a_missing_or_non_date_expiry_is_held_until_forced(
         .output()
         .unwrap();
     assert!(out.status.success() && text(&out).0.contains("Nothing to release"));
-}
-
-/// `unlock --force` from another process deletes the lease while its holder is inside a slow
-/// migration: the holder finishes that one, finds the lease gone before the next, and stops
-/// with `LOCK_LEASE_LOST` (warning `LOCK_LEASE_EXPIRED` as it lets go), as docs/locking.md
-/// documents. PostgreSQL's and MongoDB's leases have their own tests above, with an intruder
-/// taking the lease meanwhile.
-async fn lease_forced_mid_migration(server: Option<Server>, slow: &str) {
-    let Some(place) = Place::new(server).await else {
-        return;
-    };
-    let url = place.url();
-    let m = Migrations::new();
-    m.add(1, "slow", slow, None);
-    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let mut holder = Watched::spawn(dirthara(
-        &url,
-        m.path(),
-        &["migrate", "--locking", "lease", "--output", "ndjson"],
-    ));
-    holder.wait_for("migration_started", Some(1));
-    // Past the step's first write (its `running` marker, where it has one).
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let out = dirthara(&url, m.path(), &["unlock", "--force", "--locking", "lease"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    assert!(
-        stdout.contains("deleted the lease held by `dirthara migrate"),
-        "{stdout}"
-    );
-
-    let ended = holder.finish(Duration::from_secs(60));
-    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
-    let error = ended.error();
-    assert_eq!(error["code"], "LOCK_LEASE_LOST", "{}", ended.stderr);
-    assert!(
-        ended.stderr.contains("before migration 2 (next)"),
-        "{}",
-        ended.stderr
-    );
-    assert!(
-        ended.stderr.contains("warning [LOCK_LEASE_EXPIRED]"),
-        "{}",
-        ended.stderr
-    );
-    assert_eq!(ended.finished(), vec![1]);
-    assert_eq!(error["completed"][0]["version"], 1, "{error}");
-    // Migration 2 never ran: it is pending, and a new run applies it.
-    let out = dirthara(
-        &url,
-        m.path(),
-        &["migrate", "--locking", "lease", "--output", "json"],
-    )
-    .output()
-    .unwrap();
-    assert_eq!(applied_versions(&out), vec![2], "{:?}", text(&out));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next_sqlite() {
-    // Outside a transaction: a transactional SQLite step holds the file's one write lock for
-    // its whole length, and `unlock --force` cannot delete the lease until it commits.
-    lease_forced_mid_migration(
-        None,
-        "-- dirthara:no-transaction\nWITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) SELECT count(*) FROM n",
-    )
-    .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next_mysql() {
-    lease_forced_mid_migration(Some(Server::Mysql), "SELECT SLEEP(2)").await;
 }

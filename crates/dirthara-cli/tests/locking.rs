@@ -1,6 +1,8 @@
 //! The session lock against real servers, with real `dirthara` processes: contention,
-//! bounded waits, crashed holders, and the CREATE INDEX CONCURRENTLY deadlock other tools ship.
-//! One file (one test binary, one link) for every session-lock scenario on both servers.
+//! bounded waits, crashed holders, the holder forced out, a lock lost inside the session.
+//! Each scenario runs on every server with a session lock, one row each (the table below);
+//! after it, what only PostgreSQL has (CREATE INDEX CONCURRENTLY, named connections, TLS)
+//! and connecting. One file (one test binary, one link) for every session-lock scenario.
 
 mod support;
 
@@ -14,9 +16,63 @@ use support::{
     Migrations,
 };
 
-async fn contention(server: Server, rounds: usize) {
-    for round in 0..rounds {
-        let Some(db) = TestDb::create(server).await else {
+/// A server with a session lock, and how dirthara speaks of its sessions there.
+#[derive(Clone, Copy)]
+struct SessionRow {
+    server: Server,
+    /// How `MIGRATION_LOCK_HELD` names a holder busy with a sleep: every fragment appears.
+    names_the_holder: &'static [&'static str],
+    /// How `unlock` shows the holder.
+    held_by: &'static str,
+    /// What `unlock --force` says it did to the holder.
+    forced: &'static str,
+    /// A statement by which a migration releases its own session's lock.
+    release_from_inside: &'static str,
+}
+
+const POSTGRES: SessionRow = SessionRow {
+    server: Server::Postgres,
+    // PostgreSQL names the runner (application_name).
+    names_the_holder: &["`dirthara migrate "],
+    held_by: "held by `dirthara migrate",
+    forced: "terminated session",
+    release_from_inside: "SELECT pg_advisory_unlock_all()",
+};
+
+const MYSQL: SessionRow = SessionRow {
+    server: Server::Mysql,
+    // MySQL names the connection and what it is doing.
+    names_the_holder: &["session ", "busy with `SELECT SLEEP(3)`"],
+    held_by: "held by session",
+    forced: "terminated connection",
+    release_from_inside: "DO RELEASE_ALL_LOCKS()",
+};
+
+/// Every session-lock scenario on each row.
+macro_rules! session_lock_tests {
+    ($($row:ident => $value:expr),* $(,)?) => {
+        crate::scenario_tests! {
+            $($row => $value => [
+                eight_runners_at_once_apply_each_migration_exactly_once,
+                a_bounded_wait_fails_with_lock_held_and_the_default_wait_succeeds,
+                a_runner_killed_mid_migration_frees_the_lock_and_the_next_run_finds_what_stayed,
+                unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_more,
+                a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration,
+            ]),*
+        }
+    };
+}
+
+session_lock_tests! {
+    postgres => POSTGRES,
+    mysql => MYSQL,
+}
+
+/// Eight runners at once, five rounds: exactly one applies everything, the others wait and
+/// find nothing left to do.
+async fn eight_runners_at_once_apply_each_migration_exactly_once(row: SessionRow) {
+    for round in 0..5 {
+        let Some(db) = TestDb::create(row.server).await else {
             return;
         };
         let m = Migrations::tables(50);
@@ -57,17 +113,8 @@ async fn contention(server: Server, rounds: usize) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn eight_runners_at_once_apply_each_migration_exactly_once_postgres() {
-    contention(Server::Postgres, 5).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn eight_runners_at_once_apply_each_migration_exactly_once_mysql() {
-    contention(Server::Mysql, 5).await;
-}
-
-async fn bounded_wait_then_default_wait(server: Server) {
+async fn a_bounded_wait_fails_with_lock_held_and_the_default_wait_succeeds(row: SessionRow) {
+    let server = row.server;
     let Some(db) = TestDb::create(server).await else {
         return;
     };
@@ -97,16 +144,11 @@ async fn bounded_wait_then_default_wait(server: Server) {
         stderr.contains("dirthara:migrations") && stderr.contains("`default`"),
         "{stderr}"
     );
-    // PostgreSQL names the runner (application_name); MySQL names the connection and what
-    // it is doing.
-    let named = match server {
-        Server::Postgres => stderr.contains("`dirthara migrate "),
-        Server::Mysql => {
-            stderr.contains("session ") && stderr.contains("busy with `SELECT SLEEP(3)`")
-        }
-        Server::Mongo => unreachable!("MongoDB has no session lock"),
-    };
-    assert!(named, "names the holder: {stderr}");
+    assert!(
+        row.names_the_holder.iter().all(|f| stderr.contains(f)),
+        "names the holder ({:?}): {stderr}",
+        row.names_the_holder
+    );
     assert!(
         waited >= Duration::from_secs(1),
         "gave up before the wait ran out: {waited:?}"
@@ -131,75 +173,36 @@ async fn bounded_wait_then_default_wait(server: Server) {
     assert_eq!(db.history().await.len(), 1);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_bounded_wait_fails_with_lock_held_and_the_default_wait_succeeds_postgres() {
-    bounded_wait_then_default_wait(Server::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_bounded_wait_fails_with_lock_held_and_the_default_wait_succeeds_mysql() {
-    bounded_wait_then_default_wait(Server::Mysql).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_runner_killed_mid_migration_frees_the_lock_and_leaves_nothing_behind_postgres() {
-    let Some(db) = TestDb::create(Server::Postgres).await else {
+/// A runner killed (SIGKILL) inside a migration loses its lock with its session, and the
+/// next runner finds what the database kept of the step: nothing where DDL is
+/// transactional, so it runs the step again; else the half-done step, recorded `running`
+/// (dirty), which it refuses until the operator resolves it.
+async fn a_runner_killed_mid_migration_frees_the_lock_and_the_next_run_finds_what_stayed(
+    row: SessionRow,
+) {
+    let server = row.server;
+    let Some(db) = TestDb::create(server).await else {
         return;
     };
+    // PostgreSQL ends a dead client's session, lock and all, within its 1 s connection
+    // check, while the sleep would go on for long; MySQL releases the lock only once the
+    // orphaned statement ends, so there the sleep is short and the wait long.
+    let (seconds, lock_wait) = match server.orphaned_statements_run_on() {
+        true => (3.0, "30s"),
+        false => (30.0, "5s"),
+    };
+    let sleep = server.sleep(seconds);
     let m = Migrations::new();
     m.add(1, "first", "CREATE TABLE first (id INT)", None);
     m.add(
         2,
         "slow",
-        "CREATE TABLE slow (id INT);\nSELECT pg_sleep(30);",
-        None,
-    );
-    let mut victim = spawn(dirthara(&db.url, m.path(), &["migrate"]));
-    // Wait until it is inside migration 2.
-    let started = Instant::now();
-    while db.strings("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(30)%' AND pid <> pg_backend_pid()").await.is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(20), "never reached the slow migration");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    victim.kill().unwrap(); // SIGKILL
-    victim.wait().unwrap();
-
-    // The next runner gets the lock within 5 s (the server notices the dead client within
-    // its 1 s connection check), and finds neither table nor record of migration 2.
-    let fixed = Migrations::new();
-    fixed.add(1, "first", "CREATE TABLE first (id INT)", None);
-    fixed.add(2, "slow", "CREATE TABLE slow (id INT)", None);
-    let out = dirthara(
-        &db.url,
-        fixed.path(),
-        &["migrate", "--lock-wait", "5s", "--output", "json"],
-    )
-    .output()
-    .unwrap();
-    assert!(out.status.success(), "{:?}", text(&out));
-    assert_eq!(applied_versions(&out), vec![2]);
-    assert_eq!(
-        db.history().await.iter().map(|h| h.0).collect::<Vec<_>>(),
-        vec![1, 2]
-    );
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_runner_killed_mid_migration_leaves_a_dirty_record_that_resolve_clears_mysql() {
-    let Some(db) = TestDb::create(Server::Mysql).await else {
-        return;
-    };
-    let m = Migrations::new();
-    m.add(1, "first", "CREATE TABLE first (id INT)", None);
-    m.add(
-        2,
-        "slow",
-        "CREATE TABLE slow (id INT);\nSELECT SLEEP(3);",
+        &format!("CREATE TABLE slow (id INT);\n{sleep};"),
         None,
     );
     let mut victim = spawn(dirthara(&db.url, m.path(), &["migrate"]));
     let started = Instant::now();
-    while !db.tables().await.contains(&"slow".to_string()) {
+    while !db.is_running(&sleep).await {
         assert!(
             started.elapsed() < Duration::from_secs(20),
             "never reached the slow migration"
@@ -209,9 +212,28 @@ async fn a_runner_killed_mid_migration_leaves_a_dirty_record_that_resolve_clears
     victim.kill().unwrap();
     victim.wait().unwrap();
 
-    // MySQL releases the lock once the orphaned statement ends; the next run then sees the
-    // half-done migration instead of re-running or skipping it.
-    let out = dirthara(&db.url, m.path(), &["migrate", "--lock-wait", "30s"])
+    if server.transactional_ddl() {
+        // Neither the table nor a record of migration 2 stayed: it runs again.
+        let fixed = Migrations::new();
+        fixed.add(1, "first", "CREATE TABLE first (id INT)", None);
+        fixed.add(2, "slow", "CREATE TABLE slow (id INT)", None);
+        let out = dirthara(
+            &db.url,
+            fixed.path(),
+            &["migrate", "--lock-wait", lock_wait, "--output", "json"],
+        )
+        .output()
+        .unwrap();
+        assert!(out.status.success(), "{:?}", text(&out));
+        assert_eq!(applied_versions(&out), vec![2]);
+        assert_eq!(
+            db.history().await.iter().map(|h| h.0).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        return;
+    }
+    // The next run sees the half-done migration instead of re-running or skipping it.
+    let out = dirthara(&db.url, m.path(), &["migrate", "--lock-wait", lock_wait])
         .output()
         .unwrap();
     let (_, stderr) = text(&out);
@@ -231,6 +253,88 @@ async fn a_runner_killed_mid_migration_leaves_a_dirty_record_that_resolve_clears
     assert!(out.status.success(), "{:?}", text(&out));
     assert_eq!(applied_versions(&out), Vec::<i64>::new());
     assert!(db.history().await.iter().all(|h| h.2 == "applied"));
+}
+
+/// `unlock --force` from another process while the holder is inside a slow migration: the
+/// holder's session is terminated (PostgreSQL `pg_terminate_backend`, MySQL `KILL
+/// CONNECTION`), its step is cut off with the connection (`MIGRATION_FAILED`, connection
+/// lost), and it runs nothing after it. Transactional DDL rolls the step back; else it is
+/// left `running` (dirty), as docs/locking.md documents.
+async fn unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_more(row: SessionRow) {
+    let server = row.server;
+    let Some(db) = TestDb::create(server).await else {
+        return;
+    };
+    let sleep = server.sleep(3.0);
+    let m = Migrations::new();
+    m.add(1, "slow", &sleep, None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let mut holder = Watched::spawn(dirthara(
+        &db.url,
+        m.path(),
+        &["migrate", "--output", "ndjson"],
+    ));
+    holder.wait_for("migration_started", Some(1));
+    // Inside the step: its sleep is running on the server.
+    let started = Instant::now();
+    while !db.is_running(&sleep).await {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never reached the sleep"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let out = dirthara(&db.url, m.path(), &["unlock"]).output().unwrap();
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains(row.held_by), "{stdout}");
+    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(row.forced), "{stdout}");
+
+    let ended = holder.finish(Duration::from_secs(30));
+    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
+    let error = ended.error();
+    assert_eq!(error["code"], "MIGRATION_FAILED", "{}", ended.stderr);
+    assert_eq!(error["database"]["connection_lost"], true, "{error}");
+    assert_eq!(error["migration"]["version"], 1, "{error}");
+    let dirty = !server.transactional_ddl();
+    assert_eq!(error["migration"]["left_dirty"], dirty, "{error}");
+    assert_eq!(ended.finished(), Vec::<u64>::new());
+    assert!(!db.tables().await.contains(&"next_one".to_string()));
+    let history = if dirty {
+        vec![(1, 1, "running".to_string())]
+    } else {
+        vec![]
+    };
+    assert_eq!(db.history().await, history);
+    // On a free lock, --force is a no-op that succeeds.
+    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(text(&out).0.contains("Nothing to release"));
+}
+
+/// A lock released from inside the session (here by a migration itself) is noticed before the
+/// next migration: on PostgreSQL by the guard that leads each step's message, on MySQL by the
+/// confirmation before each migration.
+async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration(row: SessionRow) {
+    let Some(db) = TestDb::create(row.server).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "let_go", row.release_from_inside, None);
+    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
+    let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
+    let (_, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
+    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
+    assert!(!db.tables().await.contains(&"next_one".to_string()));
+    assert_eq!(db.history().await, vec![(1, 1, "applied".to_string())]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -324,90 +428,6 @@ async fn a_migration_on_a_named_connection_runs_there_while_history_and_lock_sta
     );
 }
 
-/// `unlock --force` from another process while the holder is inside a slow migration: the
-/// holder's session is terminated (PostgreSQL `pg_terminate_backend`, MySQL `KILL
-/// CONNECTION`), its step is cut off with the connection (`MIGRATION_FAILED`, connection
-/// lost), and it runs nothing after it. PostgreSQL rolls the step back; MySQL's could not
-/// run in a transaction, so it is left `running` (dirty), as docs/locking.md documents.
-async fn unlock_force_mid_migration(server: Server) {
-    let Some(db) = TestDb::create(server).await else {
-        return;
-    };
-    let m = Migrations::new();
-    m.add(1, "slow", &server.sleep(3.0), None);
-    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let mut holder = Watched::spawn(dirthara(
-        &db.url,
-        m.path(),
-        &["migrate", "--output", "ndjson"],
-    ));
-    holder.wait_for("migration_started", Some(1));
-    // Inside the step: its sleep is running on the server.
-    let sleeping = match server {
-        Server::Postgres => "SELECT pid::text FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(3)%' AND pid <> pg_backend_pid()".to_string(),
-        _ => format!("SELECT CAST(ID AS CHAR) FROM information_schema.PROCESSLIST WHERE DB = '{}' AND INFO LIKE 'SELECT SLEEP(3%'", db.name),
-    };
-    let started = Instant::now();
-    while db.strings(&sleeping).await.is_empty() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "never reached the sleep"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let out = dirthara(&db.url, m.path(), &["unlock"]).output().unwrap();
-    let (stdout, _) = text(&out);
-    let holder_named = match server {
-        Server::Postgres => "held by `dirthara migrate",
-        _ => "held by session",
-    };
-    assert!(stdout.contains(holder_named), "{stdout}");
-    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stderr}");
-    let terminated = match server {
-        Server::Postgres => "terminated session",
-        _ => "terminated connection",
-    };
-    assert!(stdout.contains(terminated), "{stdout}");
-
-    let ended = holder.finish(Duration::from_secs(30));
-    assert_eq!(ended.code, Some(1), "{}", ended.stderr);
-    let error = ended.error();
-    assert_eq!(error["code"], "MIGRATION_FAILED", "{}", ended.stderr);
-    assert_eq!(error["database"]["connection_lost"], true, "{error}");
-    assert_eq!(error["migration"]["version"], 1, "{error}");
-    let dirty = server == Server::Mysql;
-    assert_eq!(error["migration"]["left_dirty"], dirty, "{error}");
-    assert_eq!(ended.finished(), Vec::<u64>::new());
-    assert!(!db.tables().await.contains(&"next_one".to_string()));
-    let history = if dirty {
-        vec![(1, 1, "running".to_string())]
-    } else {
-        vec![]
-    };
-    assert_eq!(db.history().await, history);
-    // On a free lock, --force is a no-op that succeeds.
-    let out = dirthara(&db.url, m.path(), &["unlock", "--force"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    assert!(text(&out).0.contains("Nothing to release"));
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_more_postgres() {
-    unlock_force_mid_migration(Server::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_more_mysql() {
-    unlock_force_mid_migration(Server::Mysql).await;
-}
-
-/// A runner started before its database accepts connections retries until it does.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_database_that_comes_up_late_is_retried_until_it_accepts_connections() {
     let Some(db) = TestDb::create(Server::Postgres).await else {
@@ -492,33 +512,4 @@ async fn tls_is_negotiated_when_the_url_requires_it() {
     assert!(out.status.success(), "{:?}", text(&out));
     // `sslmode=require` refuses to run over a plain connection, so success means TLS was used.
     assert_eq!(applied_versions(&out), vec![1]);
-}
-
-/// A lock released from inside the session (here by a migration itself) is noticed before the
-/// next migration: on PostgreSQL by the guard that leads each step's message, on MySQL by the
-/// confirmation before each migration.
-async fn lock_released_by_a_migration(server: Server, release: &str) {
-    let Some(db) = TestDb::create(server).await else {
-        return;
-    };
-    let m = Migrations::new();
-    m.add(1, "let_go", release, None);
-    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
-    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
-    assert!(!db.tables().await.contains(&"next_one".to_string()));
-    assert_eq!(db.history().await, vec![(1, 1, "applied".to_string())]);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration_postgres() {
-    lock_released_by_a_migration(Server::Postgres, "SELECT pg_advisory_unlock_all()").await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration_mysql() {
-    lock_released_by_a_migration(Server::Mysql, "DO RELEASE_ALL_LOCKS()").await;
 }

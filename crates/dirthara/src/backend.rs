@@ -25,21 +25,16 @@ mod mysql;
 mod postgres;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod servers;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg(sql)]
 pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 
 mod connect;
 mod history_tables;
-#[cfg(any(
-    feature = "sqlite",
-    feature = "postgres",
-    feature = "mysql",
-    feature = "mongodb"
-))]
+#[cfg(any_backend)]
 pub(crate) use connect::ConnectFailure;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg(sql)]
 pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 pub(crate) use history_tables::Prepared;
@@ -336,7 +331,7 @@ impl StepFailure {
 }
 
 /// The database's own message for an error, with its code when it has one.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg(sql)]
 pub(crate) fn database_message(error: &sqlx::Error) -> String {
     match error {
         sqlx::Error::Database(db) => match db.code() {
@@ -348,28 +343,38 @@ pub(crate) fn database_message(error: &sqlx::Error) -> String {
 }
 
 /// Everything a SQL database said about a failed step, keeping the driver's error as its
-/// `source()`. `step` is the step's text and the
-/// character offset at which it started in the text sent, so PostgreSQL's error position can
-/// be turned into the file's line and column.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+/// `source()`. `step` is the step's text and the character offset at which it started in the
+/// text sent, so an error position the database reports (PostgreSQL) can be turned into the
+/// file's line and column.
+#[cfg(sql)]
 pub(crate) fn database_error(error: sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
-    let facts = database_facts(&error, step);
+    let (mut facts, position) = database_facts(&error);
+    if let (Some(position), Some((text, start))) = (position, step) {
+        // 1-based character index into the whole message sent.
+        if let Some(index) = position.checked_sub(1 + start) {
+            if index <= text.chars().count() {
+                let (line, column) = crate::source::sql::line_column(text, index);
+                facts.line = Some(line);
+                facts.column = Some(column);
+            }
+        }
+    }
     facts.caused_by(error)
 }
 
-/// `step` is only used where the database reports an error's position (PostgreSQL).
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
-fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
+/// What the driver's error says, and the character position (1-based, in the text sent) at
+/// which the database located it, where it does.
+#[cfg(sql)]
+fn database_facts(error: &sqlx::Error) -> (DatabaseError, Option<usize>) {
     let sqlx::Error::Database(db) = error else {
-        return DatabaseError {
+        let facts = DatabaseError {
             message: error.to_string(),
             connection_lost: matches!(error, sqlx::Error::Io(_) | sqlx::Error::Protocol(_)),
             ..DatabaseError::default()
         };
+        return (facts, None);
     };
-    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(unused_mut))]
-    let mut out = DatabaseError {
+    let facts = DatabaseError {
         message: db.message().to_string(),
         code: db.code().map(|c| c.into_owned()),
         constraint: db.constraint().map(str::to_string),
@@ -378,34 +383,41 @@ fn database_facts(error: &sqlx::Error, step: Option<(&str, usize)>) -> DatabaseE
     };
     #[cfg(feature = "postgres")]
     if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-        out.detail = pg.detail().map(str::to_string);
-        out.hint = pg.hint().map(str::to_string);
-        out.context = pg.r#where().map(str::to_string);
-        // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
-        // and class 08 (connection exception) end the session.
-        out.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
-        out.lock_not_available = pg.code() == "55P03";
-        if let (Some(sqlx::postgres::PgErrorPosition::Original(position)), Some((text, start))) =
-            (pg.position(), step)
-        {
-            // 1-based character index into the whole message sent.
-            if let Some(index) = position.checked_sub(1 + start) {
-                if index <= text.chars().count() {
-                    let (line, column) = crate::source::sql::line_column(text, index);
-                    out.line = Some(line);
-                    out.column = Some(column);
-                }
-            }
-        }
+        return postgres_facts(facts, pg);
     }
     #[cfg(feature = "mysql")]
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-        out.number = Some(i64::from(my.number()));
-        // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
-        out.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
-        out.lock_not_available = matches!(my.number(), 1205 | 3572);
+        return (mysql_facts(facts, my), None);
     }
-    out
+    (facts, None)
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_facts(
+    mut facts: DatabaseError,
+    pg: &sqlx::postgres::PgDatabaseError,
+) -> (DatabaseError, Option<usize>) {
+    facts.detail = pg.detail().map(str::to_string);
+    facts.hint = pg.hint().map(str::to_string);
+    facts.context = pg.r#where().map(str::to_string);
+    // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
+    // and class 08 (connection exception) end the session.
+    facts.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
+    facts.lock_not_available = pg.code() == "55P03";
+    let position = match pg.position() {
+        Some(sqlx::postgres::PgErrorPosition::Original(position)) => Some(position),
+        _ => None,
+    };
+    (facts, position)
+}
+
+#[cfg(feature = "mysql")]
+fn mysql_facts(mut facts: DatabaseError, my: &sqlx::mysql::MySqlDatabaseError) -> DatabaseError {
+    facts.number = Some(i64::from(my.number()));
+    // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
+    facts.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
+    facts.lock_not_available = matches!(my.number(), 1205 | 3572);
+    facts
 }
 
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
@@ -414,7 +426,7 @@ pub(crate) fn session_label(operation: &str) -> String {
     label_of(operation, &crate::hostname(), std::process::id())
 }
 
-#[cfg_attr(not(any(feature = "postgres", feature = "mongodb")), allow(dead_code))]
+#[cfg(any(feature = "postgres", feature = "mongodb", test))]
 fn label_of(operation: &str, host: &str, pid: u32) -> String {
     let mut label = format!("dirthara {operation} {host}:{pid}");
     // PostgreSQL truncates application_name at 63 bytes; a host name may hold multi-byte text.

@@ -411,16 +411,7 @@ impl Error {
         })
     }
 
-    // Unused only in a build without any backend feature.
-    #[cfg_attr(
-        not(any(
-            feature = "sqlite",
-            feature = "postgres",
-            feature = "mysql",
-            feature = "mongodb"
-        )),
-        allow(dead_code)
-    )]
+    #[cfg(any(any_backend, test))]
     pub(crate) fn history(connection: &str, message: impl fmt::Display) -> Self {
         Error::new(ErrorKind::History {
             connection: connection.to_string(),

@@ -179,15 +179,7 @@ impl HistoryChange {
 }
 
 /// Refuses a history written by a newer dirthara: an older build must not misread or write it.
-#[cfg_attr(
-    not(any(
-        feature = "sqlite",
-        feature = "postgres",
-        feature = "mysql",
-        feature = "mongodb"
-    )),
-    allow(dead_code)
-)]
+#[cfg(any_backend)]
 pub(crate) fn check_layout(connection: &str, table: &str, layout: i64) -> crate::Result<()> {
     if layout > HISTORY_LAYOUT_VERSION {
         return Err(crate::Error::history(
@@ -203,15 +195,7 @@ pub(crate) fn check_layout(connection: &str, table: &str, layout: i64) -> crate:
 }
 
 /// A table/collection with the history's name that dirthara did not create (no `_meta`).
-#[cfg_attr(
-    not(any(
-        feature = "sqlite",
-        feature = "postgres",
-        feature = "mysql",
-        feature = "mongodb"
-    )),
-    allow(dead_code)
-)]
+#[cfg(any_backend)]
 pub(crate) fn foreign_history(connection: &str, table: &str) -> crate::Error {
     crate::Error::history(
         connection,

@@ -73,6 +73,11 @@
 
 #![warn(missing_docs)]
 
+// The conformance checks (`tests/conformance/checks.rs`) name the library `dirthara`; the
+// crate's own tests compile them too, against the in-memory backend.
+#[cfg(test)]
+extern crate self as dirthara;
+
 mod adopt;
 mod backend;
 mod backoff;

@@ -7,10 +7,6 @@
 
 /// The longest prefix of `text` that is at most `max_bytes` long and ends on a character
 /// boundary (so possibly shorter than `max_bytes`, never longer).
-#[cfg_attr(
-    not(any(feature = "postgres", feature = "mysql", feature = "mongodb")),
-    allow(dead_code)
-)]
 pub(crate) fn cut_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {
         return text;
@@ -24,10 +20,7 @@ pub(crate) fn cut_at_char_boundary(text: &str, max_bytes: usize) -> &str {
 }
 
 /// [`cut_at_char_boundary`] in place.
-#[cfg_attr(
-    not(any(feature = "postgres", feature = "mysql", feature = "mongodb")),
-    allow(dead_code)
-)]
+#[cfg(any(feature = "postgres", feature = "mysql", feature = "mongodb", test))]
 pub(crate) fn truncate_at_char_boundary(text: &mut String, max_bytes: usize) {
     let keep = cut_at_char_boundary(text, max_bytes).len();
     text.truncate(keep);

@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{BenchResult, Server};
+use super::{unmeasured, BenchResult, Server};
 
 /// The client binary of `server`, found on `PATH`.
 fn client(server: Server) -> BenchResult<PathBuf> {
     let name = match server {
         Server::Postgres => "psql",
         Server::Mysql => "mysql",
+        Server::Mongo => return Err(unmeasured(server)),
     };
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
@@ -74,6 +75,7 @@ fn client_command(server: Server, url: &str) -> BenchResult<tokio::process::Comm
             }
             cmd.arg(&t.database);
         }
+        Server::Mongo => return Err(unmeasured(server)),
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -154,6 +156,7 @@ pub(crate) async fn apply(
         Server::Mysql => {
             cmd.arg("-e").arg(format!("source {}", script.display()));
         }
+        Server::Mongo => return Err(unmeasured(server)),
     }
     let elapsed = timed(cmd, "the client floor (apply)").await;
     let _ = std::fs::remove_file(&script);
@@ -166,6 +169,7 @@ pub(crate) async fn connect_and_query(server: Server, url: &str) -> BenchResult<
     match server {
         Server::Postgres => cmd.args(["-A", "-t", "-c", "SELECT 1"]),
         Server::Mysql => cmd.args(["-N", "-e", "SELECT 1"]),
+        Server::Mongo => return Err(unmeasured(server)),
     };
     timed(cmd, "the client floor (connect + query)").await
 }
@@ -222,6 +226,7 @@ pub(crate) async fn driver_connect_and_query(server: Server, url: &str) -> Bench
                 c.execute("SELECT 1").await?;
                 c.close().await
             }
+            Server::Mongo => Err(sqlx::Error::Configuration(unmeasured(server).into())),
         }
     }
     .await;

@@ -7,14 +7,16 @@
 use std::path::Path;
 
 use super::round_trips::{CountingProxy, Wire};
-use super::{cli, median, ms, run_cli, trivial_migrations, BenchResult, Server, Table};
+use super::{
+    cli, median, ms, run_cli, trivial_migrations, unmeasured, BenchResult, Server, Table, TestDb,
+};
 
 const ROUND_TRIP_MIGRATIONS: i64 = 200;
 const ROUND_TRIP_REPS: usize = 3;
 
 pub async fn noop_by_history(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {
-    let small_db = server.create_db().await?;
-    let large_db = server.create_db().await?;
+    let small_db = TestDb::try_create(server).await?;
+    let large_db = TestDb::try_create(server).await?;
     let small = trivial_migrations(1, true);
     let large = trivial_migrations(super::TRIVIAL, true);
     for (db, dir) in [(&small_db, small.path()), (&large_db, large.path())] {
@@ -54,6 +56,7 @@ pub async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> Bench
     let (wire, no_tls) = match server {
         Server::Postgres => (Wire::Postgres, "sslmode=disable"),
         Server::Mysql => (Wire::Mysql, "ssl-mode=DISABLED"),
+        Server::Mongo => return Err(unmeasured(server)),
     };
     let dir = trivial_migrations(ROUND_TRIP_MIGRATIONS, true);
     let mut per_migration = vec![];
@@ -63,7 +66,7 @@ pub async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> Bench
             "[f] {}: round trips, rep {rep}/{ROUND_TRIP_REPS}",
             server.label()
         );
-        let db = server.create_db().await?;
+        let db = TestDb::try_create(server).await?;
         let proxy = CountingProxy::start(wire, db.host_port()).await?;
         let url = through(&db.url, &db.host_port(), proxy.port, no_tls);
         run_cli(cli(bin, &url, dir.path(), &["-q", "migrate"])).await?;
@@ -75,7 +78,7 @@ pub async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> Bench
     }
     let target = match server {
         Server::Mysql => "target <= 3",
-        Server::Postgres => "one message per migration, with its record",
+        _ => "one message per migration, with its record",
     };
     table.add(
         format!("f. round trips per migration, {}", server.label()),

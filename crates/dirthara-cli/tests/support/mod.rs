@@ -5,10 +5,12 @@
 //! - this file: the binary and its environment, scratch directories, child processes;
 //! - [`run`]: the captured result of one run, with assertions (`Run`);
 //! - [`project`]: a project directory to run SQLite commands in (`Project`);
-//! - [`servers`]: throwaway databases on the test servers (`TestDb`);
+//! - [`servers`]: throwaway databases on the test servers (`Server`, `TestDb`), from the
+//!   workspace's test kit (`dirthara-test-kit`), which the library's tests share;
 //! - [`pgbouncer`]: a PgBouncer of the test's own in front of one of them;
 //! - [`private_server`]: a PostgreSQL or MariaDB of the test's own, to stop and restart;
-//! - [`watch`]: an `--output ndjson` run watched while it runs.
+//! - [`watch`]: an `--output ndjson` run watched while it runs;
+//! - [`scenarios`]: lock scenarios as tables, one row per backend (`scenario_tests!`).
 //!
 //! Include it with `mod support;` from a file directly under `tests/`, with
 //! `#[path = "../support/mod.rs"] mod support;` from a test in a directory of its own, and
@@ -22,7 +24,8 @@ pub mod pgbouncer;
 pub mod private_server;
 pub mod project;
 pub mod run;
-pub mod servers;
+pub mod scenarios;
+pub use dirthara_test_kit::servers;
 pub mod watch;
 
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg(sql)]
 use super::database_message;
 use super::{Backend, BackendKind};
 use crate::backoff::Backoff;
@@ -23,13 +23,30 @@ pub(crate) struct ConnectRequest {
     pub kind: BackendKind,
     pub url: String,
     /// The command, for the session's self-description (`dirthara migrate host:pid`).
-    #[cfg_attr(not(any(feature = "postgres", feature = "mongodb")), allow(dead_code))]
+    #[cfg_attr(
+        not(any(feature = "postgres", feature = "mongodb")),
+        expect(
+            dead_code,
+            reason = "only PostgreSQL and MongoDB sessions carry a name"
+        )
+    )]
     pub operation: String,
     pub connect_timeout: Duration,
     /// The command only reads: it must not create anything (e.g. a missing SQLite file).
+    #[cfg_attr(
+        not(feature = "sqlite"),
+        expect(dead_code, reason = "only opening a SQLite file can create something")
+    )]
     pub read_only: bool,
     /// SQL run on every session opened on this connection, before anything else
     /// (`init_sql`): `SET lock_timeout = '5s'`, `SET ROLE migrator`, ...
+    #[cfg_attr(
+        not(sql),
+        expect(
+            dead_code,
+            reason = "MongoDB has no init_sql (`Config::validate` refuses it)"
+        )
+    )]
     pub init_sql: Option<String>,
     /// The history table (bare name): fixed per connection, like the schema it resolves to.
     pub history_table: String,
@@ -98,7 +115,7 @@ impl Connector for UrlConnector {
         let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         let mut announced = Duration::ZERO;
         loop {
-            let failure = match connect_once(request.kind, request).await {
+            let failure = match connect_once(request).await {
                 Ok(backend) => return Ok(backend),
                 Err(failure) => failure,
             };
@@ -140,17 +157,10 @@ impl Connector for UrlConnector {
     }
 }
 
-#[allow(unused_variables)]
 async fn connect_once(
-    kind: BackendKind,
     request: &ConnectRequest,
 ) -> std::result::Result<Box<dyn Backend>, ConnectFailure> {
-    let unsupported = |feature: &str| {
-        ConnectFailure::refused(format!(
-            "this build of dirthara was compiled without the `{feature}` feature"
-        ))
-    };
-    match kind {
+    match request.kind {
         #[cfg(feature = "sqlite")]
         BackendKind::Sqlite => super::sqlite::connect(request).await,
         #[cfg(feature = "postgres")]
@@ -160,21 +170,37 @@ async fn connect_once(
         #[cfg(feature = "mongodb")]
         BackendKind::Mongo => super::mongo::connect(request).await,
         #[cfg(not(feature = "mongodb"))]
-        BackendKind::Mongo => Err(unsupported("mongodb")),
+        BackendKind::Mongo => Err(not_built("mongodb")),
         #[cfg(not(feature = "sqlite"))]
-        BackendKind::Sqlite => Err(unsupported("sqlite")),
+        BackendKind::Sqlite => Err(not_built("sqlite")),
         #[cfg(not(feature = "postgres"))]
-        BackendKind::Postgres => Err(unsupported("postgres")),
+        BackendKind::Postgres => Err(not_built("postgres")),
         #[cfg(not(feature = "mysql"))]
-        BackendKind::Mysql => Err(unsupported("mysql")),
+        BackendKind::Mysql => Err(not_built("mysql")),
         #[cfg(test)]
-        BackendKind::Memory => Err(unsupported("memory (tests only)")),
+        BackendKind::Memory => Err(not_built("memory (tests only)")),
     }
+}
+
+/// A URL whose backend this build leaves out.
+#[cfg(any(
+    not(all(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "mongodb"
+    )),
+    test
+))]
+fn not_built(feature: &str) -> ConnectFailure {
+    ConnectFailure::refused(format!(
+        "this build of dirthara was compiled without the `{feature}` feature"
+    ))
 }
 
 /// The outcome of running a connection's `init_sql`: a failure is not worth retrying, and
 /// names the statement so the user knows which setting to fix.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg(sql)]
 pub(crate) fn run_init_sql(
     outcome: std::result::Result<(), sqlx::Error>,
     init_sql: &str,
@@ -190,7 +216,7 @@ pub(crate) fn run_init_sql(
 }
 
 /// Classifies a sqlx connection error: I/O errors and "server is starting" are worth a retry.
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#[cfg(sql)]
 pub(crate) fn connect_failure(error: sqlx::Error) -> ConnectFailure {
     let transient = match &error {
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut => true,

@@ -3,7 +3,7 @@
 //!
 //! Step text is a tiny language, one command per line: `create NAME`, `drop NAME`,
 //! `fail MESSAGE`, `lose-lock` (another operator takes the lock away), `steal-lease`
-//! (another runner takes over the lease).
+//! (another runner takes over the lease); a line starting with `--` is a comment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -23,8 +23,10 @@ use crate::lock::{LeaseStore, LockHost, LockSupport, SessionLock};
 #[derive(Debug, Default)]
 pub(crate) struct MemoryDb {
     pub tables: BTreeSet<String>,
-    /// `None`: no history table yet.
+    /// The history in the default table; `None`: no history table yet.
     pub history: Option<BTreeMap<i64, AppliedMigration>>,
+    /// The histories in tables of other names (`history_table`), by name.
+    pub other_histories: BTreeMap<String, Option<BTreeMap<i64, AppliedMigration>>>,
     pub lock_holder: Option<u64>,
     /// Every call, in order: `connect`, `lock`, `read`, `prepare`, `step on default`,
     /// `record` (`record x2`: one write of two changes), `unlock`, ...
@@ -51,6 +53,17 @@ pub(crate) struct MemoryDb {
     pub lease: crate::lock::lease::memory::MemoryLeaseStore,
 }
 
+impl MemoryDb {
+    /// The history kept in `table`.
+    fn history_in(&mut self, table: &str) -> &mut Option<BTreeMap<i64, AppliedMigration>> {
+        if table == crate::history::DEFAULT_HISTORY_TABLE {
+            &mut self.history
+        } else {
+            self.other_histories.entry(table.to_string()).or_default()
+        }
+    }
+}
+
 pub(crate) type SharedDb = Arc<Mutex<MemoryDb>>;
 
 pub(crate) struct MemoryConnector(pub SharedDb);
@@ -69,6 +82,7 @@ impl Connector for MemoryConnector {
             db: self.0.clone(),
             session: db.next_session,
             connection: request.name.clone(),
+            history_table: request.history_table.clone(),
         }))
     }
 }
@@ -77,6 +91,7 @@ pub(crate) struct MemoryBackend {
     db: SharedDb,
     session: u64,
     connection: String,
+    history_table: String,
 }
 
 impl MemoryBackend {
@@ -86,7 +101,8 @@ impl MemoryBackend {
 }
 
 fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
-    for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+    let commands = (text.lines().map(str::trim)).filter(|l| !l.is_empty() && !l.starts_with("--"));
+    for line in commands {
         let (word, arg) = line.split_once(' ').unwrap_or((line, ""));
         match word {
             "create" if !db.tables.insert(arg.to_string()) => {
@@ -107,8 +123,8 @@ fn run_text(db: &mut MemoryDb, text: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn apply_change(db: &mut MemoryDb, change: &HistoryChange) {
-    let history = db.history.get_or_insert_with(BTreeMap::new);
+fn apply_change(history: &mut Option<BTreeMap<i64, AppliedMigration>>, change: &HistoryChange) {
+    let history = history.get_or_insert_with(BTreeMap::new);
     match change.measured(Duration::ZERO) {
         HistoryChange::Insert(record) => {
             history.insert(
@@ -185,16 +201,19 @@ impl Backend for MemoryBackend {
     }
 
     async fn read_history(&mut self) -> Result<Option<Vec<AppliedMigration>>> {
+        let table = self.history_table.clone();
         Ok(self.with(|db| {
             db.calls.push("read".into());
-            db.history.as_ref().map(|h| h.values().cloned().collect())
+            let history = db.history_in(&table);
+            history.as_ref().map(|h| h.values().cloned().collect())
         }))
     }
 
     async fn prepare_history(&mut self) -> Result<Vec<AppliedMigration>> {
+        let table = self.history_table.clone();
         Ok(self.with(|db| {
             db.calls.push("prepare".into());
-            db.history
+            db.history_in(&table)
                 .get_or_insert_with(BTreeMap::new)
                 .values()
                 .cloned()
@@ -271,7 +290,7 @@ impl Backend for MemoryBackend {
                 })
             });
         };
-        let session = self.session;
+        let (session, table) = (self.session, self.history_table.clone());
         self.with(|db| {
             db.calls.push("step+record".into());
             if step.checks_lock {
@@ -289,7 +308,7 @@ impl Backend for MemoryBackend {
                     )))
                 }
                 Ok(()) => {
-                    apply_change(db, change);
+                    apply_change(db.history_in(&table), change);
                     Ok(())
                 }
                 Err(e) => {
@@ -304,6 +323,7 @@ impl Backend for MemoryBackend {
         if self.with(|db| db.history_broken) {
             return Err(Error::history("default", "the history connection was lost"));
         }
+        let table = self.history_table.clone();
         self.with(|db| {
             // One write, however many changes it carries: `record`, or `record xN`.
             db.calls.push(match changes.len() {
@@ -311,19 +331,20 @@ impl Backend for MemoryBackend {
                 n => format!("record x{n}"),
             });
             for change in changes {
-                apply_change(db, change);
+                apply_change(db.history_in(&table), change);
             }
         });
         Ok(())
     }
 
     async fn drop_all(&mut self) -> Result<Vec<String>> {
-        let keep = crate::lock::lease_table(crate::history::DEFAULT_HISTORY_TABLE);
+        let keep = crate::lock::lease_table(&self.history_table);
         Ok(self.with(|db| {
             db.calls.push("drop_all".into());
             let dropped: Vec<String> = db.tables.iter().filter(|t| **t != keep).cloned().collect();
             db.tables.retain(|t| *t == keep);
             db.history = None;
+            db.other_histories.clear();
             dropped
         }))
     }

@@ -204,6 +204,14 @@ impl Backend for MongoBackend {
     }
 
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
+        // What MongoDB cannot do, the engine never asks of it (its capabilities and lock
+        // support say so); a step asked anyway is refused rather than run unguarded.
+        if step.checks_lock || step.lock_timeout.is_some() || step.resume_at > 0 {
+            return Err(StepFailure::refused(
+                "MongoDB cannot check a session lock inside a step, bound a table-lock wait, \
+                 or resume a step part-way",
+            ));
+        }
         let work = match step.body {
             StepBody::Text(text) => {
                 let (documents, _) = commands::parse(text).map_err(StepFailure::refused)?;

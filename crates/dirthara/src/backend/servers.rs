@@ -15,6 +15,7 @@
 use crate::lock::{LockSupport, SessionLockSupport};
 
 /// What a PostgreSQL-protocol server offers, from its `version()`.
+#[cfg(any(feature = "postgres", test))]
 pub(crate) fn postgres_lock_support(version: &str) -> LockSupport {
     let unreliable = |server, reason| LockSupport {
         database: "postgres",
@@ -40,6 +41,7 @@ pub(crate) fn postgres_lock_support(version: &str) -> LockSupport {
 }
 
 /// What a MySQL-protocol server offers, from its `VERSION()` and `@@version_comment`.
+#[cfg(any(feature = "mysql", test))]
 pub(crate) fn mysql_lock_support(version: &str, comment: &str) -> LockSupport {
     let unreliable = |server, reason| LockSupport {
         database: "mysql",
@@ -67,6 +69,7 @@ pub(crate) fn mysql_lock_support(version: &str, comment: &str) -> LockSupport {
 }
 
 /// YugabyteDB's release (`2.18`, `2025.1`) from `PostgreSQL 11.2-YB-2.18.0.1-b0 on ...`.
+#[cfg(any(feature = "postgres", test))]
 fn yugabyte_release(version: &str) -> Option<(u32, u32)> {
     let (_, release) = version.split_once("-YB-")?;
     let mut numbers = release.split(['.', '-', ' ']);

@@ -395,6 +395,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                 dialect.database_name(),
                 what.plural(),
                 match (dialect, what) {
+                    #[cfg(feature = "mysql")]
                     (Dialect::Mysql, Namespaces::Schemas) => {
                         "on MySQL/MariaDB a schema is a database; use --databases"
                     }
@@ -468,7 +469,8 @@ impl<D: SqlDriver> SqlBackend<D> {
 /// What a step sent whole in one transaction also carries.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Atomic {
-    /// The session-lock check ([`Step::checks_lock`]).
+    /// The session-lock check ([`Step::checks_lock`]), which only a driver's
+    /// [`SqlDriver::execute_atomically`] can make (PostgreSQL's).
     pub checks_lock: bool,
     /// [`Step::lock_timeout`], for the transaction only (`SET LOCAL`).
     pub lock_timeout: Option<std::time::Duration>,
@@ -538,5 +540,61 @@ mod tests {
             sql,
             "DROP VIEW IF EXISTS \"v\" CASCADE;\nDROP TABLE IF EXISTS \"a\" CASCADE"
         );
+    }
+
+    /// A step asked to check the session lock inside its own transaction, on a database
+    /// whose driver cannot (SQLite, which has no session lock), is refused before anything
+    /// of it runs: never run as if the check had passed.
+    #[tokio::test]
+    async fn a_step_asking_for_an_in_step_lock_check_the_driver_cannot_make_is_refused() {
+        use crate::backend::{Step, StepBody};
+        use crate::history::{HistoryChange, NewRecord, RecordState};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("guard.db").display());
+        let request = crate::backend::ConnectRequest {
+            name: "default".into(),
+            kind: crate::backend::BackendKind::Sqlite,
+            url: url.clone(),
+            operation: "migrate".into(),
+            connect_timeout: std::time::Duration::from_secs(5),
+            read_only: false,
+            init_sql: None,
+            history_table: "dirthara_migrations".into(),
+            schema: None,
+        };
+        let Ok(mut backend) = crate::backend::sqlite::connect(&request).await else {
+            panic!("cannot open {url}");
+        };
+        backend.prepare_history().await.unwrap();
+        let record = HistoryChange::Insert(NewRecord {
+            version: 1,
+            name: "t".into(),
+            checksum: "0".into(),
+            batch: 1,
+            state: RecordState::Applied,
+            duration_ms: None,
+            applied_by: "test".into(),
+        });
+        let step = Step {
+            body: StepBody::Text("CREATE TABLE t (id INT)"),
+            transactional: true,
+            record: Some(&record),
+            checks_lock: true,
+            lock_timeout: None,
+            resume_at: 0,
+        };
+        let failure = backend.run(step).await.unwrap_err();
+        assert!(failure.nothing_changed, "{failure:?}");
+        assert!(
+            failure
+                .error
+                .message
+                .contains("cannot check the session lock"),
+            "{failure:?}"
+        );
+        assert_eq!(backend.read_history().await.unwrap(), Some(vec![]));
+        let tables = backend.read_table("t", &["id"], "id").await.unwrap();
+        assert_eq!(tables, None, "the step ran");
+        backend.close().await;
     }
 }

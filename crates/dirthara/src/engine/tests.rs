@@ -16,6 +16,7 @@ use crate::report::LockStrategy;
 use crate::Code;
 
 mod capabilities;
+mod conformance;
 mod retries;
 
 fn db() -> SharedDb {

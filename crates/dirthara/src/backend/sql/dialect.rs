@@ -6,13 +6,14 @@
 use crate::backend::Namespaces;
 use crate::history::{HistoryChange, HISTORY_LAYOUT_VERSION};
 
-/// The SQL flavour of a backend. (A variant is only constructed when its backend's feature
-/// is enabled.)
+/// The SQL flavour of a backend: one variant for each SQL backend this build has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[allow(dead_code)]
 pub(crate) enum Dialect {
+    #[cfg(feature = "sqlite")]
     Sqlite,
+    #[cfg(feature = "postgres")]
     Postgres,
+    #[cfg(feature = "mysql")]
     Mysql,
 }
 
@@ -55,16 +56,38 @@ impl HistoryNames {
 }
 
 impl Dialect {
+    /// MySQL/MariaDB, whose identifiers and literals quote differently.
+    #[cfg(feature = "mysql")]
+    fn is_mysql(self) -> bool {
+        self == Dialect::Mysql
+    }
+
+    #[cfg(not(feature = "mysql"))]
+    fn is_mysql(self) -> bool {
+        false
+    }
+
+    #[cfg(feature = "sqlite")]
+    pub(crate) fn is_sqlite(self) -> bool {
+        self == Dialect::Sqlite
+    }
+
+    #[cfg(not(feature = "sqlite"))]
+    pub(crate) fn is_sqlite(self) -> bool {
+        false
+    }
+
     pub fn ident(self, name: &str) -> String {
-        match self {
-            Dialect::Mysql => format!("`{}`", name.replace('`', "``")),
-            _ => format!("\"{}\"", name.replace('"', "\"\"")),
+        if self.is_mysql() {
+            format!("`{}`", name.replace('`', "``"))
+        } else {
+            format!("\"{}\"", name.replace('"', "\"\""))
         }
     }
 
     pub fn literal(self, value: &str) -> String {
         let mut escaped = value.replace('\'', "''");
-        if self == Dialect::Mysql {
+        if self.is_mysql() {
             // MySQL treats backslash as an escape inside literals unless NO_BACKSLASH_ESCAPES.
             escaped = escaped.replace('\\', "\\\\");
         }
@@ -73,8 +96,11 @@ impl Dialect {
 
     pub(crate) fn now(self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "now()",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "UTC_TIMESTAMP()",
         }
     }
@@ -83,17 +109,24 @@ impl Dialect {
     /// only PostgreSQL can tell, and only its atomic path leaves the duration unmeasured.
     pub(crate) fn elapsed_ms(self) -> &'static str {
         match self {
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 "(EXTRACT(EPOCH FROM clock_timestamp() - statement_timestamp()) * 1000)::bigint"
             }
-            _ => "0",
+            #[cfg(feature = "sqlite")]
+            Dialect::Sqlite => "0",
+            #[cfg(feature = "mysql")]
+            Dialect::Mysql => "0",
         }
     }
 
     pub(crate) fn timestamp_type(self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "TEXT",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "TIMESTAMPTZ",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "DATETIME",
         }
     }
@@ -101,18 +134,24 @@ impl Dialect {
     /// `expr` as text in every dialect, so rows decode the same way everywhere.
     pub(crate) fn text(self, expr: &str) -> String {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => format!("CAST({expr} AS TEXT)"),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => format!("({expr})::text"),
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!("CAST({expr} AS CHAR)"),
         }
     }
 
     pub(crate) fn timestamp_text(self, column: &str) -> String {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => column.to_string(),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 format!("to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')")
             }
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!("DATE_FORMAT({column}, '%Y-%m-%dT%H:%i:%sZ')"),
         }
     }
@@ -121,9 +160,20 @@ impl Dialect {
         match self {
             // IMMEDIATE takes SQLite's write lock up front, so a concurrent writer cannot make
             // the transaction fail half-way when it upgrades from reading to writing.
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "BEGIN IMMEDIATE",
-            _ => "BEGIN",
+            #[cfg(feature = "postgres")]
+            Dialect::Postgres => "BEGIN",
+            #[cfg(feature = "mysql")]
+            Dialect::Mysql => "BEGIN",
         }
+    }
+
+    /// The schema the history lives in, as a literal for a catalog query; `current` (the
+    /// session's current one) when the connection named none.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    fn schema_literal(self, names: &HistoryNames, current: &str) -> String {
+        (names.schema.as_deref()).map_or_else(|| current.to_string(), |s| self.literal(s))
     }
 
     pub(crate) fn meta_table(table: &str) -> String {
@@ -134,13 +184,8 @@ impl Dialect {
     pub fn existing_history_sql(self, names: &HistoryNames) -> String {
         let meta = Self::meta_table(&names.table);
         let list = format!("{}, {}", self.literal(&names.table), self.literal(&meta));
-        let schema = |default: &str| {
-            names
-                .schema
-                .as_deref()
-                .map_or_else(|| default.to_string(), |s| self.literal(s))
-        };
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => format!(
                 "SELECT name FROM {}.sqlite_master WHERE type = 'table' AND name IN ({list})",
                 names
@@ -148,15 +193,17 @@ impl Dialect {
                     .as_deref()
                     .map_or_else(|| "main".to_string(), |s| self.ident(s))
             ),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => format!(
                 "SELECT table_name::text FROM information_schema.tables \
                  WHERE table_schema = {} AND table_name IN ({list})",
-                schema("current_schema()")
+                self.schema_literal(names, "current_schema()")
             ),
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!(
                 "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
                  WHERE table_schema = {} AND table_name IN ({list})",
-                schema("DATABASE()")
+                self.schema_literal(names, "DATABASE()")
             ),
         }
     }
@@ -164,32 +211,40 @@ impl Dialect {
     /// The schemas of the session's database (PostgreSQL), or the databases of its server,
     /// without the system ones, in name order; `None` where there are none to list.
     pub(crate) fn list_namespaces_sql(self, what: Namespaces) -> Option<String> {
-        match (self, what) {
+        let sql: Option<&str> = match (self, what) {
+            #[cfg(feature = "sqlite")]
+            (Dialect::Sqlite, _) => None,
+            #[cfg(feature = "postgres")]
             (Dialect::Postgres, Namespaces::Schemas) => Some(
                 "SELECT nspname::text FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' \
-                 AND nspname <> 'information_schema' ORDER BY 1"
-                    .into(),
+                 AND nspname <> 'information_schema' ORDER BY 1",
             ),
+            #[cfg(feature = "postgres")]
             (Dialect::Postgres, Namespaces::Databases) => Some(
                 "SELECT datname::text FROM pg_database WHERE datallowconn AND NOT datistemplate \
-                 ORDER BY 1"
-                    .into(),
+                 ORDER BY 1",
             ),
+            #[cfg(feature = "mysql")]
             (Dialect::Mysql, Namespaces::Databases) => Some(
                 "SELECT CAST(schema_name AS CHAR) FROM information_schema.schemata WHERE \
                  schema_name NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys') \
-                 ORDER BY 1"
-                    .into(),
+                 ORDER BY 1",
             ),
-            _ => None,
-        }
+            // A MySQL schema is a database.
+            #[cfg(feature = "mysql")]
+            (Dialect::Mysql, Namespaces::Schemas) => None,
+        };
+        sql.map(str::to_string)
     }
 
     /// The database's name in messages.
     pub(crate) fn database_name(self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "SQLite",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "PostgreSQL",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "MySQL/MariaDB",
         }
     }
@@ -212,13 +267,16 @@ impl Dialect {
         let list: Vec<String> = names.iter().map(|n| self.literal(n)).collect();
         let list = list.join(", ");
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 format!("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ({list})")
             }
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => format!(
                 "SELECT table_name::text FROM information_schema.tables \
                  WHERE table_schema = current_schema() AND table_name IN ({list})"
             ),
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!(
                 "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
                  WHERE table_schema = DATABASE() AND table_name IN ({list})"
@@ -268,22 +326,22 @@ impl Dialect {
     /// catalog so that nothing fails when it has not.
     pub fn has_failure_column_sql(self, names: &HistoryNames) -> String {
         let table = self.literal(&names.table);
-        let schema = |current: &str| {
-            (names.schema.as_deref()).map_or_else(|| current.to_string(), |s| self.literal(s))
-        };
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => {
                 format!("SELECT name FROM pragma_table_info({table}) WHERE name = 'failure'")
             }
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => format!(
                 "SELECT column_name::text FROM information_schema.columns WHERE table_schema = {} \
                  AND table_name = {table} AND column_name = 'failure'",
-                schema("current_schema()")
+                self.schema_literal(names, "current_schema()")
             ),
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!(
                 "SELECT CAST(column_name AS CHAR) FROM information_schema.columns WHERE \
                  table_schema = {} AND table_name = {table} AND column_name = 'failure'",
-                schema("DATABASE()")
+                self.schema_literal(names, "DATABASE()")
             ),
         }
     }
@@ -314,6 +372,7 @@ impl Dialect {
     pub fn digest_sql(self, names: &HistoryNames) -> String {
         let t = &names.history;
         match self {
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => format!(
                 "SELECT count(*)::text, max(version)::text, \
                  (count(*) FILTER (WHERE state <> 'applied'))::text, \
@@ -322,12 +381,14 @@ impl Dialect {
             ),
             // A text cut short by `group_concat_max_len` hashes to something no set of files
             // gives: the records are then read, as for any difference.
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!(
                 "SELECT CAST(COUNT(*) AS CHAR), CAST(MAX(version) AS CHAR), \
                  CAST(COALESCE(SUM(state <> 'applied'), 0) AS CHAR), \
                  SHA2(GROUP_CONCAT(CONCAT(version, ':', checksum) ORDER BY version \
                  SEPARATOR ','), 256) FROM {t}"
             ),
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => format!(
                 "SELECT CAST(count(*) AS TEXT), CAST(max(version) AS TEXT), \
                  CAST(coalesce(sum(state <> 'applied'), 0) AS TEXT), \
@@ -397,11 +458,13 @@ impl Dialect {
     /// session's current one).
     pub fn list_objects_sql(self, schema: Option<&str>) -> String {
         match self {
-            Dialect::Sqlite => {
-                "SELECT type, name FROM sqlite_master WHERE type IN ('table', 'view') \
-                 AND name NOT LIKE 'sqlite_%'"
-                    .to_string()
-            }
+            #[cfg(feature = "sqlite")]
+            Dialect::Sqlite => format!(
+                "SELECT type, name FROM {}.sqlite_master WHERE type IN ('table', 'view') \
+                 AND name NOT LIKE 'sqlite_%'",
+                schema.map_or_else(|| "main".to_string(), |s| self.ident(s))
+            ),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => {
                 let schema =
                     schema.map_or_else(|| "current_schema()".to_string(), |s| self.literal(s));
@@ -417,6 +480,7 @@ impl Dialect {
                      (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c'))"
                 )
             }
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => {
                 let schema = schema.map_or_else(|| "DATABASE()".to_string(), |s| self.literal(s));
                 format!(
@@ -430,10 +494,10 @@ impl Dialect {
     /// One script dropping `objects` (of `schema`), views before tables, ignoring foreign keys.
     pub fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String {
         let mut statements = Vec::new();
-        if self == Dialect::Mysql {
+        if self.is_mysql() {
             statements.push("SET FOREIGN_KEY_CHECKS = 0".to_string());
         }
-        if self == Dialect::Sqlite {
+        if self.is_sqlite() {
             statements.push("PRAGMA foreign_keys = OFF".to_string());
         }
         for kind in [
@@ -449,7 +513,7 @@ impl Dialect {
                 .filter(|o| o.kind == kind)
                 .map(|o| match schema {
                     // SQLite's `DROP ... main.t` is fine, but keep its statements plain.
-                    Some(schema) if self != Dialect::Sqlite => {
+                    Some(schema) if !self.is_sqlite() => {
                         format!("{}.{}", self.ident(schema), self.ident(&o.name))
                     }
                     _ => self.ident(&o.name),
@@ -461,24 +525,27 @@ impl Dialect {
             let keyword = kind.to_ascii_uppercase();
             match self {
                 // SQLite drops one object per statement and has no CASCADE.
+                #[cfg(feature = "sqlite")]
                 Dialect::Sqlite => statements.extend(
                     names
                         .iter()
                         .map(|n| format!("DROP {keyword} IF EXISTS {n}")),
                 ),
+                #[cfg(feature = "postgres")]
                 Dialect::Postgres => statements.push(format!(
                     "DROP {keyword} IF EXISTS {} CASCADE",
                     names.join(", ")
                 )),
+                #[cfg(feature = "mysql")]
                 Dialect::Mysql => {
                     statements.push(format!("DROP {keyword} IF EXISTS {}", names.join(", ")))
                 }
             }
         }
-        if self == Dialect::Mysql {
+        if self.is_mysql() {
             statements.push("SET FOREIGN_KEY_CHECKS = 1".to_string());
         }
-        if self == Dialect::Sqlite {
+        if self.is_sqlite() {
             statements.push("PRAGMA foreign_keys = ON".to_string());
         }
         statements.join(";\n")

@@ -144,11 +144,15 @@ fn parse_digest(dialect: Dialect, row: &[Option<String>]) -> Option<HistoryDiges
     let hashed = row.get(3)?.as_deref().unwrap_or_default();
     let hash = match dialect {
         // SQLite: the joined pairs, hashed here as the other servers hash them.
+        #[cfg(feature = "sqlite")]
         Dialect::Sqlite => HistoryDigest::hash_pairs(hashed.split(',').map_while(|pair| {
             let (version, checksum) = pair.split_once(':')?;
             Some((version.parse().ok()?, checksum))
         })),
-        Dialect::Postgres | Dialect::Mysql => hashed.to_string(),
+        #[cfg(feature = "postgres")]
+        Dialect::Postgres => hashed.to_string(),
+        #[cfg(feature = "mysql")]
+        Dialect::Mysql => hashed.to_string(),
     };
     Some(HistoryDigest {
         records,

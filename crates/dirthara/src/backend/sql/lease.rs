@@ -31,8 +31,11 @@ pub(crate) struct SqlLeaseStore {
 impl Dialect {
     fn lease_now(self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "julianday('now')",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "now()",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "UTC_TIMESTAMP(6)",
         }
     }
@@ -40,8 +43,11 @@ impl Dialect {
     fn lease_expiry(self, ttl: Duration) -> String {
         let ms = ttl.as_millis();
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => format!("(julianday('now') + {ms} / 86400000.0)"),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => format!("(now() + {ms} * interval '1 millisecond')"),
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => format!("(UTC_TIMESTAMP(6) + INTERVAL {} MICROSECOND)", ms * 1000),
         }
     }
@@ -50,24 +56,33 @@ impl Dialect {
     /// non-numeric) expiry never matches, so a malformed lease stays held.
     fn lease_expired(self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at < julianday('now')",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "expires_at < now()",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "expires_at < UTC_TIMESTAMP(6)",
         }
     }
 
     fn lease_live(self) -> &'static str {
         match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at >= julianday('now')",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "expires_at >= now()",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "expires_at >= UTC_TIMESTAMP(6)",
         }
     }
 
     fn lease_table_sql(self, table: &str) -> String {
         let ts = match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => "REAL",
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => "TIMESTAMPTZ",
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => "DATETIME(6)",
         };
         format!(
@@ -80,16 +95,19 @@ impl Dialect {
 
     fn lease_observe_sql(self, table: &str) -> String {
         let (acquired, expires, remaining) = match self {
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => (
                 "strftime('%Y-%m-%dT%H:%M:%SZ', acquired_at)".to_string(),
                 "CASE WHEN typeof(expires_at) = 'real' THEN strftime('%Y-%m-%dT%H:%M:%SZ', expires_at) ELSE CAST(expires_at AS TEXT) END".to_string(),
                 "CAST(CAST((expires_at - julianday('now')) * 86400000 AS INTEGER) AS TEXT)".to_string(),
             ),
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => (
                 self.timestamp_text("acquired_at"),
                 self.timestamp_text("expires_at"),
                 "((EXTRACT(EPOCH FROM (expires_at - now())) * 1000)::bigint)::text".to_string(),
             ),
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => (
                 self.timestamp_text("acquired_at"),
                 self.timestamp_text("expires_at"),
@@ -133,8 +151,8 @@ impl SqlLeaseStore {
             let check = driver
                 .fetch_text(&dialect.existing_tables_sql(&[&table]))
                 .await;
-            let busy = dialect == Dialect::Sqlite
-                && (is_busy(&error) || check.as_ref().is_err_and(is_busy));
+            let busy =
+                dialect.is_sqlite() && (is_busy(&error) || check.as_ref().is_err_and(is_busy));
             match check {
                 Ok(rows) if !rows.is_empty() => break,
                 _ if busy && started.elapsed() < CREATE_PATIENCE => {
@@ -214,7 +232,7 @@ impl LeaseStore for SqlLeaseStore {
         match self.driver.execute_count(&take_expired).await {
             Ok(1) => return Ok(true),
             Ok(_) => {}
-            Err(error) if d == Dialect::Sqlite && is_busy(&error) => return Ok(false),
+            Err(error) if d.is_sqlite() && is_busy(&error) => return Ok(false),
             Err(error) => return Err(self.error(error)),
         }
         let insert = format!(
@@ -231,7 +249,7 @@ impl LeaseStore for SqlLeaseStore {
         match self.driver.execute_count(&insert).await {
             Ok(_) => Ok(true),
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(false),
-            Err(error) if d == Dialect::Sqlite && is_busy(&error) => Ok(false),
+            Err(error) if d.is_sqlite() && is_busy(&error) => Ok(false),
             Err(error) => Err(self.error(error)),
         }
     }
@@ -272,7 +290,7 @@ impl LeaseStore for SqlLeaseStore {
             match self.driver.fetch_text(&sql).await {
                 Ok(rows) => break rows,
                 Err(error)
-                    if self.dialect() == Dialect::Sqlite
+                    if self.dialect().is_sqlite()
                         && is_busy(&error)
                         && started.elapsed() < CREATE_PATIENCE =>
                 {
@@ -322,7 +340,7 @@ impl LeaseStore for SqlLeaseStore {
             match self.driver.execute_count(&sql).await {
                 Ok(n) => return Ok(n > 0),
                 Err(error)
-                    if self.dialect() == Dialect::Sqlite
+                    if self.dialect().is_sqlite()
                         && is_busy(&error)
                         && started.elapsed() < CREATE_PATIENCE =>
                 {
@@ -334,7 +352,7 @@ impl LeaseStore for SqlLeaseStore {
     }
 
     fn concurrent_renewal(&self) -> bool {
-        self.dialect() != Dialect::Sqlite
+        !self.dialect().is_sqlite()
     }
 
     async fn close(self: Box<Self>) {

@@ -26,8 +26,11 @@ fn failed(error: sqlx::Error) -> StepFailure {
 impl Dialect {
     pub(crate) fn sql_dialect(self) -> SqlDialect {
         match self {
+            #[cfg(feature = "postgres")]
             Dialect::Postgres => SqlDialect::Postgres,
+            #[cfg(feature = "mysql")]
             Dialect::Mysql => SqlDialect::MySql,
+            #[cfg(feature = "sqlite")]
             Dialect::Sqlite => SqlDialect::Sqlite,
         }
     }
@@ -73,8 +76,8 @@ impl<D: SqlDriver> SqlBackend<D> {
         match (transactional && rolls_back, client_script) {
             (true, false) if self.driver.capabilities().transactional_ddl => {
                 let atomic = Atomic {
-                    checks_lock: false,
                     lock_timeout,
+                    ..Atomic::default()
                 };
                 self.run_in_transaction(text, None, atomic).await
             }
@@ -177,6 +180,13 @@ impl<D: SqlDriver> SqlBackend<D> {
         let build: Option<&RecordFn<'_>> = record.map(|_| &build as &RecordFn<'_>);
         if let Some(sent) = self.driver.execute_atomically(text, build, atomic).await {
             return sent.map_err(|failure| self.rolled_back(failure, text));
+        }
+        if atomic.checks_lock {
+            // Only a step sent as one message can check the lock inside its transaction; the
+            // engine asks that only of a session lock that says it can (`verifies_in_step`).
+            return Err(StepFailure::refused(
+                "this database cannot check the session lock inside a step",
+            ));
         }
         self.begin_step(true).await?;
         if let Some(sql) = self.driver.lock_timeout_sql(atomic.lock_timeout, true) {

@@ -3,7 +3,7 @@
 //! `DIRTHARA_REQUIRE_SERVERS=1` (set by CI), where a missing server fails the run. The servers
 //! are `DIRTHARA_TEST_POSTGRES_URL`, `DIRTHARA_TEST_MYSQL_URL` and `DIRTHARA_TEST_MONGODB_URL`,
 //! by default the local trust-auth ones. A test that stops or restarts a server makes one of
-//! its own instead ([`private_server`](super::private_server)).
+//! its own instead (the CLI tests' `support::private_server`).
 
 use sqlx::{Connection, Executor, MySqlConnection, PgConnection, Row};
 
@@ -27,11 +27,49 @@ impl Server {
         }
     }
 
+    /// The server as a person names it (the test servers are PostgreSQL, MariaDB and a
+    /// MongoDB-compatible one).
+    pub fn label(self) -> &'static str {
+        match self {
+            Server::Postgres => "PostgreSQL",
+            Server::Mysql => "MariaDB",
+            Server::Mongo => "MongoDB",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Server::Postgres => "postgres",
             Server::Mysql => "mysql",
             Server::Mongo => "mongodb",
+        }
+    }
+
+    /// A failed step leaves nothing behind: DDL is transactional (PostgreSQL), as opposed to
+    /// committed statement by statement (MySQL/MariaDB) or outside transactions (MongoDB).
+    pub fn transactional_ddl(self) -> bool {
+        match self {
+            Server::Postgres => true,
+            Server::Mysql | Server::Mongo => false,
+        }
+    }
+
+    /// The server has a session lock (dirthara's native strategy there); MongoDB's native
+    /// strategy is the lease.
+    pub fn has_session_lock(self) -> bool {
+        match self {
+            Server::Postgres | Server::Mysql => true,
+            Server::Mongo => false,
+        }
+    }
+
+    /// A statement still running on the server outlives its client's death until it ends
+    /// (MySQL/MariaDB), as opposed to the server ending the session, and with it the session
+    /// lock, once it notices the client is gone (PostgreSQL, within dirthara's 1 s check).
+    pub fn orphaned_statements_run_on(self) -> bool {
+        match self {
+            Server::Mysql => true,
+            Server::Postgres | Server::Mongo => false,
         }
     }
 
@@ -95,7 +133,7 @@ impl TestDb {
     }
 
     /// A fresh database on the server whose administrative database is `admin_url` (a
-    /// [`PrivateServer`](super::private_server::PrivateServer)'s, say), or why it cannot give one.
+    /// private server of a test's own, say), or why it cannot give one.
     pub async fn try_create_at(server: Server, admin_url: &str) -> Result<TestDb, String> {
         let admin_url = admin_url.to_string();
         let name = format!("dirthara_t_{}_{}", std::process::id(), unique_suffix());
@@ -172,6 +210,38 @@ impl TestDb {
             }
             Server::Mongo => panic!("no SQL on MongoDB"),
         }
+    }
+
+    /// Whether a statement whose text contains `fragment` is running on this database in
+    /// another session (PostgreSQL's `pg_stat_activity`, MySQL's process list).
+    pub async fn is_running(&self, fragment: &str) -> bool {
+        let like = fragment.replace('\'', "''");
+        let sql = match self.server {
+            Server::Postgres => format!(
+                "SELECT pid::text FROM pg_stat_activity WHERE datname = current_database() \
+                 AND query LIKE '%{like}%' AND pid <> pg_backend_pid()"
+            ),
+            Server::Mysql => format!(
+                "SELECT CAST(ID AS CHAR) FROM information_schema.PROCESSLIST WHERE DB = '{}' \
+                 AND INFO LIKE '%{like}%' AND ID <> CONNECTION_ID()",
+                self.name
+            ),
+            Server::Mongo => panic!("no statements on MongoDB"),
+        };
+        !self.strings(&sql).await.is_empty()
+    }
+
+    /// Drops a table (a collection on MongoDB), as an operator would by hand.
+    pub async fn drop_table(&self, table: &str) {
+        if self.server == Server::Mongo {
+            let collection = self
+                .mongo()
+                .await
+                .collection::<mongodb::bson::Document>(table);
+            collection.drop().await.unwrap();
+            return;
+        }
+        self.execute(&format!("DROP TABLE {table}")).await;
     }
 
     /// This test's MongoDB database.

@@ -1,0 +1,92 @@
+//! Lock scenarios as tables: a scenario is an `async fn` taking a row (the database it runs
+//! on, and what differs there), and [`scenario_tests!`](crate::scenario_tests) makes one
+//! test per row and scenario. Adding a backend to a table is one row.
+//!
+//! [`Place`] is the database of one test: a SQLite file or a throwaway database on a test
+//! server, with what a scenario needs to know of it.
+
+use tempfile::TempDir;
+
+use super::servers::{Server, TestDb};
+use super::{scratch_dir, Migrations};
+
+/// One test per row and scenario: `scenario_tests! { row => ROW => [scenario, ...], ... }`
+/// makes the module `row`, holding for each listed scenario the test `scenario`, which runs
+/// `scenario(ROW)` (an `async fn` of the invoking file) on a multi-threaded runtime.
+#[macro_export]
+macro_rules! scenario_tests {
+    ($($row:ident => $value:expr => [$($scenario:ident),* $(,)?]),* $(,)?) => {
+        $(
+            mod $row {
+                use super::*;
+                $(
+                    #[tokio::test(flavor = "multi_thread")]
+                    async fn $scenario() {
+                        super::$scenario($value).await;
+                    }
+                )*
+            }
+        )*
+    };
+}
+
+/// Where a scenario runs: the database a row names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Database {
+    /// A SQLite file shared by the processes of the test.
+    Sqlite,
+    Server(Server),
+}
+
+/// The database of one test.
+pub enum Place {
+    Sqlite(TempDir),
+    Server(TestDb),
+}
+
+impl Place {
+    /// A new SQLite file or server database; `None` (after saying so) when the server is not
+    /// there, and the test is skipped (a failure under `DIRTHARA_REQUIRE_SERVERS=1`).
+    pub async fn new(database: Database) -> Option<Place> {
+        match database {
+            Database::Sqlite => Some(Place::Sqlite(scratch_dir())),
+            Database::Server(server) => TestDb::create(server).await.map(Place::Server),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        match self {
+            Place::Sqlite(dir) => format!("sqlite:{}", dir.path().join("lock.db").display()),
+            Place::Server(db) => db.url.clone(),
+        }
+    }
+
+    /// The server database; `None` for SQLite.
+    pub fn db(&self) -> Option<&TestDb> {
+        match self {
+            Place::Sqlite(_) => None,
+            Place::Server(db) => Some(db),
+        }
+    }
+
+    /// `count` trivial migrations, each creating a table (a collection on MongoDB).
+    pub fn migrations(&self, count: i64) -> Migrations {
+        match self.db().map(|db| db.server) {
+            Some(Server::Mongo) => Migrations::collections(count),
+            _ => Migrations::tables(count),
+        }
+    }
+
+    /// A step that keeps the database busy for about `seconds` (SQLite has no sleep: a
+    /// recursive count of `seconds` times 1.5 million rows).
+    pub fn busy_step(&self, seconds: f64) -> String {
+        match self.db() {
+            Some(db) => db.server.sleep(seconds),
+            None => format!(
+                "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {}) \
+                 SELECT count(*) FROM n",
+                (seconds * 1_500_000.0) as u64
+            ),
+        }
+    }
+}
