@@ -2,11 +2,13 @@
 //! bounded waits, crashed holders, and the CREATE INDEX CONCURRENTLY deadlock other tools ship.
 //! One file (one test binary, one link) for every session-lock scenario on both servers.
 
+mod lock_scenarios;
 mod support;
 
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
+use lock_scenarios::{assert_held, lock_released_by_a_migration};
 use support::servers::{Server, TestDb};
 use support::watch::Watched;
 use support::{
@@ -494,31 +496,14 @@ async fn tls_is_negotiated_when_the_url_requires_it() {
     assert_eq!(applied_versions(&out), vec![1]);
 }
 
-/// A lock released from inside the session (here by a migration itself) is noticed before the
-/// next migration: on PostgreSQL by the guard that leads each step's message, on MySQL by the
-/// confirmation before each migration.
-async fn lock_released_by_a_migration(server: Server, release: &str) {
-    let Some(db) = TestDb::create(server).await else {
-        return;
-    };
-    let m = Migrations::new();
-    m.add(1, "let_go", release, None);
-    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
-    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
-    assert!(!db.tables().await.contains(&"next_one".to_string()));
-    assert_eq!(db.history().await, vec![(1, 1, "applied".to_string())]);
-}
-
+// A lock released from inside the session is noticed before the next migration
+// (`lock_scenarios`, shared with the planted-fault tests).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration_postgres() {
-    lock_released_by_a_migration(Server::Postgres, "SELECT pg_advisory_unlock_all()").await;
+    assert_held(lock_released_by_a_migration(Server::Postgres, "").await);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration_mysql() {
-    lock_released_by_a_migration(Server::Mysql, "DO RELEASE_ALL_LOCKS()").await;
+    assert_held(lock_released_by_a_migration(Server::Mysql, "").await);
 }

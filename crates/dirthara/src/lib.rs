@@ -73,6 +73,10 @@
 
 #![warn(missing_docs)]
 
+// First: its hooks are macros, used by the modules below.
+#[macro_use]
+mod failpoints;
+
 mod adopt;
 mod backend;
 mod backoff;
@@ -127,6 +131,8 @@ pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
 pub use engine::Migrator;
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Blocker, Event, EventSink, LockHolder, Warning};
+#[cfg(feature = "failpoints")]
+pub use failpoints::planted_faults_from_env;
 pub use format::format_duration;
 pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{
