@@ -5,6 +5,11 @@
 #   bash fuzz/chaos.sh                 # 25 rounds per backend
 #   ROUNDS=200 SECONDS_PER_ROUND=3 MIGRATIONS=24 bash fuzz/chaos.sh
 #   LOAD=1 bash fuzz/chaos.sh          # with a CPU hog (`yes`) on one core beside it
+#   bash fuzz/chaos.sh chaos_postgres  # one backend (any arguments go to the test harness)
+#   FAULTS="lock_key_per_process=return" bash fuzz/chaos.sh chaos_postgres
+#                                      # a planted fault (crates/dirthara/src/failpoints.rs) in a
+#                                      # build with the `failpoints` feature: the rounds must
+#                                      # report a violation, else the run fails
 #
 # The servers that restart are private instances the test makes and removes itself
 # (tests/support/private_server.rs: initdb from /usr/lib/postgresql/*/bin or
@@ -27,4 +32,9 @@ if [ "${LOAD:-0}" = 1 ]; then
   hog=$!
   trap 'kill "$hog"' EXIT
 fi
-cargo test -p dirthara-cli --test chaos -- --nocapture --test-threads 1
+features=()
+if [ -n "${FAULTS:-}" ]; then
+  export DIRTHARA_CHAOS_RUNNER_ENV="FAILPOINTS=$FAULTS" DIRTHARA_CHAOS_EXPECT_VIOLATIONS=1
+  features=(--features failpoints)
+fi
+cargo test -p dirthara-cli "${features[@]}" --test chaos -- --nocapture --test-threads 1 "$@"

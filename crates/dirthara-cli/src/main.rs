@@ -15,6 +15,9 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Tests only: the library's planted faults that FAILPOINTS switches on.
+    #[cfg(feature = "failpoints")]
+    let _planted_faults = dirthara::planted_faults_from_env();
     let cli = cli::Cli::parse();
     let renderer = render::Renderer {
         format: cli.global.output,

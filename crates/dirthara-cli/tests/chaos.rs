@@ -13,9 +13,11 @@
 //!
 //! Short by default (CI). Long: `fuzz/chaos.sh`, or set `DIRTHARA_CHAOS_ROUNDS`,
 //! `DIRTHARA_CHAOS_RUNNERS`, `DIRTHARA_CHAOS_MIGRATIONS`, `DIRTHARA_CHAOS_SECONDS`.
-//! `DIRTHARA_CHAOS_RUNNER_ENV="K=V K2=V2"` passes variables to every runner (a planted
-//! fault: `FAILPOINTS=...`); `DIRTHARA_CHAOS_EXPECT_VIOLATIONS=1` then requires the checker
-//! to report at least one violation.
+//! `DIRTHARA_CHAOS_RUNNER_ENV="K=V K2=V2"` passes variables to every runner: a planted fault
+//! (`FAILPOINTS=lock_key_per_process=return`, one of `crates/dirthara/src/failpoints.rs`) in a
+//! build with the `failpoints` feature (`cargo test -p dirthara-cli --features failpoints
+//! --test chaos`); `DIRTHARA_CHAOS_EXPECT_VIOLATIONS=1` then requires the checker to report
+//! at least one violation. `tests/planted_faults.rs` does this for every fault, in short.
 //!
 //! The tests take [`SERIAL`] in turn: on two cores, two rounds of six runners at once would
 //! measure the machine, not the product.
@@ -53,6 +55,12 @@ fn chaos(kind: Kind) {
         .filter_map(|kv| kv.split_once('='))
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
+    // Without the feature the runners ignore FAILPOINTS, and the fault would go "unnoticed".
+    assert!(
+        cfg!(feature = "failpoints") || !settings.runner_env.iter().any(|(k, _)| k == "FAILPOINTS"),
+        "FAILPOINTS needs a dirthara built with the `failpoints` feature: \
+         cargo test -p dirthara-cli --features failpoints --test chaos"
+    );
     let rounds = setting("DIRTHARA_CHAOS_ROUNDS", 1);
     let mut tally = Tally::default();
     let mut violations = Vec::new();

@@ -3,11 +3,13 @@
 //! its database runs); after them, what is planted by hand in one database's lease table.
 //! One file (one test binary, one link) for every lease scenario on every database.
 
+mod lock_scenarios;
 mod support;
 
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
+use lock_scenarios::{assert_held, lost_lease_spares_the_new_holder};
 use support::scenarios::{Database, Place};
 use support::servers::{Server, TestDb};
 use support::watch::Watched;
@@ -260,62 +262,10 @@ async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next(data
     assert_eq!(applied_versions(&out), vec![2], "{:?}", text(&out));
 }
 
+// `lock_scenarios`, shared with the planted-fault tests.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lost_lease_stops_the_run_before_its_next_migration_and_spares_the_new_holder() {
-    let Some(db) = TestDb::create(Server::Postgres).await else {
-        return;
-    };
-    let m = Migrations::new();
-    m.add(1, "slow", "SELECT pg_sleep(2)", None);
-    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let first = spawn(dirthara(
-        &db.url,
-        m.path(),
-        &["migrate", "--locking", "lease"],
-    ));
-    let started = Instant::now();
-    while db
-        .strings("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()")
-        .await
-        .is_empty()
-    {
-        assert!(started.elapsed() < Duration::from_secs(20));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // An operator force-unlocks, and another runner takes the lease.
-    let out = dirthara(
-        &db.url,
-        m.path(),
-        &["unlock", "--force", "--locking", "lease"],
-    )
-    .output()
-    .unwrap();
-    assert!(
-        text(&out)
-            .0
-            .contains("deleted the lease held by `dirthara migrate"),
-        "{:?}",
-        text(&out)
-    );
-    db.execute(
-        "INSERT INTO dirthara_migrations_lock (id, owner_id, hostname, pid, operation, acquired_at, expires_at) \
-         VALUES ('dirthara:migrations', 'intruder', 'other-host', 1, 'migrate', now(), now() + interval '10 minutes')",
-    )
-    .await;
-
-    let first = finish(first);
-    let (_, stderr) = text(&first);
-    assert_eq!(first.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
-    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
-    assert!(stderr.contains("warning [LOCK_LEASE_EXPIRED]"), "{stderr}");
-    assert!(!db.tables().await.contains(&"next_one".to_string()));
-    assert_eq!(
-        db.strings("SELECT owner_id FROM dirthara_migrations_lock")
-            .await,
-        vec!["intruder".to_string()],
-        "the new holder's lease was never deleted"
-    );
+    assert_held(lost_lease_spares_the_new_holder("").await);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,11 +4,13 @@
 //! after it, what only PostgreSQL has (CREATE INDEX CONCURRENTLY, named connections, TLS)
 //! and connecting. One file (one test binary, one link) for every session-lock scenario.
 
+mod lock_scenarios;
 mod support;
 
 use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
+use lock_scenarios::{assert_held, lock_released_by_a_migration};
 use support::servers::{Server, TestDb};
 use support::watch::Watched;
 use support::{
@@ -26,8 +28,6 @@ struct SessionRow {
     held_by: &'static str,
     /// What `unlock --force` says it did to the holder.
     forced: &'static str,
-    /// A statement by which a migration releases its own session's lock.
-    release_from_inside: &'static str,
 }
 
 const POSTGRES: SessionRow = SessionRow {
@@ -36,7 +36,6 @@ const POSTGRES: SessionRow = SessionRow {
     names_the_holder: &["`dirthara migrate "],
     held_by: "held by `dirthara migrate",
     forced: "terminated session",
-    release_from_inside: "SELECT pg_advisory_unlock_all()",
 };
 
 const MYSQL: SessionRow = SessionRow {
@@ -45,7 +44,6 @@ const MYSQL: SessionRow = SessionRow {
     names_the_holder: &["session ", "busy with `SELECT SLEEP(3)`"],
     held_by: "held by session",
     forced: "terminated connection",
-    release_from_inside: "DO RELEASE_ALL_LOCKS()",
 };
 
 /// Every session-lock scenario on each row.
@@ -322,19 +320,8 @@ async fn unlock_force_mid_migration_terminates_the_holder_which_runs_nothing_mor
 /// next migration: on PostgreSQL by the guard that leads each step's message, on MySQL by the
 /// confirmation before each migration.
 async fn a_lock_lost_inside_the_session_stops_the_run_before_the_next_migration(row: SessionRow) {
-    let Some(db) = TestDb::create(row.server).await else {
-        return;
-    };
-    let m = Migrations::new();
-    m.add(1, "let_go", row.release_from_inside, None);
-    m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
-    let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
-    let (_, stderr) = text(&out);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("Error [LOCK_LEASE_LOST]"), "{stderr}");
-    assert!(stderr.contains("before migration 2 (next)"), "{stderr}");
-    assert!(!db.tables().await.contains(&"next_one".to_string()));
-    assert_eq!(db.history().await, vec![(1, 1, "applied".to_string())]);
+    // Written once in `lock_scenarios`, where the planted-fault tests run it too.
+    assert_held(lock_released_by_a_migration(row.server, "").await);
 }
 
 #[tokio::test(flavor = "multi_thread")]

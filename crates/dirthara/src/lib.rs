@@ -78,6 +78,10 @@
 #[cfg(test)]
 extern crate self as dirthara;
 
+// First: its hooks are macros, used by the modules below.
+#[macro_use]
+mod failpoints;
+
 mod adopt;
 mod backend;
 mod backoff;
@@ -133,6 +137,8 @@ pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
 pub use engine::{Migrator, WaitFor, WaitReport};
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Blocker, Event, EventKind, EventSink, LockHolder, Warning};
+#[cfg(feature = "failpoints")]
+pub use failpoints::planted_faults_from_env;
 pub use format::{format_duration, format_timestamp};
 pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{

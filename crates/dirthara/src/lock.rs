@@ -140,6 +140,8 @@ struct SessionContender<'a>(&'a mut dyn SessionLock);
 #[async_trait]
 impl wait::Contender for SessionContender<'_> {
     async fn try_take(&mut self) -> Result<bool> {
+        // Planted fault (tests only): the lock reported taken without being taken.
+        fail_point!("session_lock_not_taken", |_| Ok(true));
         self.0.try_lock().await
     }
 

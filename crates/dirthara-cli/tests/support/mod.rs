@@ -43,9 +43,11 @@ pub fn dirthara_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dirthara"))
 }
 
-/// Variables that change what dirthara does or how it prints, besides the `DIRTHARA_*` ones.
-const SETTINGS: [&str; 5] = [
+/// Variables that change what dirthara does or how it prints, besides the `DIRTHARA_*` ones
+/// (`FAILPOINTS`: the planted faults of a build with the `failpoints` feature).
+const SETTINGS: [&str; 6] = [
     "DATABASE_URL",
+    "FAILPOINTS",
     "NO_COLOR",
     "CLICOLOR",
     "CLICOLOR_FORCE",
@@ -53,7 +55,8 @@ const SETTINGS: [&str; 5] = [
 ];
 
 /// Removes from `cmd`'s environment every setting the developer's shell or CI may carry:
-/// `DATABASE_URL`, every `DIRTHARA_*` variable, the colour switches and `RUST_BACKTRACE`.
+/// `DATABASE_URL`, every `DIRTHARA_*` variable, the colour switches, `RUST_BACKTRACE` and
+/// `FAILPOINTS`.
 /// A test that needs one sets it afterwards, so what it sets is all the child sees.
 pub fn scrub_env(cmd: &mut Command) -> &mut Command {
     for key in SETTINGS {

@@ -259,6 +259,8 @@ impl PgDriver {
 /// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
 /// history table, so runners sharing a history exclude each other and nobody else.
 fn lock_key(database: &str, schema: &str, table: &str) -> i64 {
+    // Planted fault (tests only): a key of this process's own, which excludes nobody.
+    fail_point!("lock_key_per_process", |_| i64::from(std::process::id()));
     let digest = Sha256::digest(format!("{LOCK_NAME}\0{database}\0{schema}\0{table}").as_bytes());
     i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }
@@ -345,7 +347,8 @@ impl SqlDriver for PgDriver {
         // together or not at all. The record measures the step's duration itself (`None`).
         // A newline before `;` ends a trailing `--` comment in the step.
         let mut head = self.take_reset();
-        if record.is_some() && atomic.checks_lock {
+        // Planted fault (tests only, with `lock_confirmed_blindly`): the step without its check.
+        if record.is_some() && atomic.checks_lock && !planted!("lock_confirmed_blindly") {
             head.push_str(&lock_guard(self.lock_key));
             head.push('\n');
         }

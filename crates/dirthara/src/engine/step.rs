@@ -20,6 +20,9 @@ use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::PlannedStep;
 use crate::report::StepReport;
 
+#[cfg(feature = "failpoints")]
+mod planted;
+
 /// How a step's history records bracket it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Bracket {
@@ -84,6 +87,19 @@ impl<'p> Prepared<'p> {
         }
     }
 
+    /// What the run reports of the step once it is done.
+    fn report(&self) -> StepReport {
+        let migration = self.migration;
+        StepReport {
+            version: migration.version,
+            name: migration.name.clone(),
+            direction: self.direction,
+            connection: migration.connection.clone(),
+            duration_ms: self.started.elapsed().as_millis() as u64,
+            reverses_nothing: self.bracket == Bracket::RecordOnly,
+        }
+    }
+
     /// The error a step's attempts end with when they did not succeed.
     fn error(&self, attempt: Attempt, left_dirty: bool) -> Error {
         let migration = self.migration;
@@ -143,17 +159,14 @@ impl Session<'_> {
             connection: migration.connection.clone(),
         });
         let prepared = self.prepare(step, batch)?;
+        #[cfg(feature = "failpoints")]
+        if let Some(pause) = planted::record_after(&prepared) {
+            return self.run_then_record(&prepared, check, pause).await;
+        }
         self.mark(&prepared).await?;
         let attempt = self.attempts(&prepared, check).await;
         let pending = self.settle(&prepared, attempt).await?;
-        let report = StepReport {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: step.direction,
-            connection: migration.connection.clone(),
-            duration_ms: prepared.started.elapsed().as_millis() as u64,
-            reverses_nothing: prepared.bracket == Bracket::RecordOnly,
-        };
+        let report = prepared.report();
         match pending {
             // Done once its record is written, with the next step's marker.
             Some(change) => self.unrecorded = Some(Unrecorded { change, report }),

@@ -142,6 +142,8 @@ impl HeldLock {
 
     /// Whether the lock is still ours; `Err` when that cannot be told.
     async fn confirm(&self, host: &mut dyn LockHost) -> Result<bool> {
+        // Planted fault (tests only): the lock confirmed without asking.
+        fail_point!("lock_confirmed_blindly", |_| Ok(true));
         match &self.held {
             Held::Off => Ok(true),
             Held::Session { .. } => match host.session_lock() {

@@ -190,7 +190,10 @@ impl<'a> LeaseContender<'a> {
 #[async_trait]
 impl Contender for LeaseContender<'_> {
     async fn try_take(&mut self) -> Result<bool> {
-        self.store.try_acquire(self.request).await
+        let taken = self.store.try_acquire(self.request).await?;
+        // Planted fault (tests only): a lease another runner holds reported taken.
+        fail_point!("lease_taken_while_held", !taken, |_| Ok(true));
+        Ok(taken)
     }
 
     async fn holder(&mut self) -> Result<Option<LockHolder>> {
@@ -272,7 +275,12 @@ impl LeaseGuard {
             Err(_) => unreachable!("the heartbeat, the only other owner, has ended"),
         };
         let mut store = store;
-        let released = store.release(&self.owner_id).await;
+        let released = if planted!("lease_released_whoever_holds_it") {
+            // Planted fault (tests only): the lease deleted whoever holds it now.
+            store.force_release().await
+        } else {
+            store.release(&self.owner_id).await
+        };
         store.close().await;
         match released {
             Ok(true) => Ok(Released::Cleanly),
