@@ -786,3 +786,45 @@ async fn a_signal_finishes_the_running_targets_and_skips_the_rest() {
         .await;
     assert_eq!(locks, ["0"]);
 }
+
+#[tokio::test]
+async fn a_connection_kept_for_the_next_target_carries_nothing_over() {
+    let Some(db) = tenants(6).await else { return };
+    db.execute("CREATE TABLE public.leaks (target text, setting text, temp_tables bigint)")
+        .await;
+    let m = Migrations::new();
+    // What the previous target's session left is written down first, then this one leaves
+    // a setting and a temporary table behind.
+    m.add(
+        1,
+        "leave_things_behind",
+        "INSERT INTO public.leaks VALUES (current_schema(), \
+         current_setting('dirthara_test.leak', true), \
+         (SELECT count(*) FROM pg_class WHERE relname = 'leftover' AND relpersistence = 't'));\n\
+         SELECT set_config('dirthara_test.leak', 'from ' || current_schema(), false);\n\
+         CREATE TEMP TABLE leftover (x INT);",
+        None,
+    );
+    let sessions = || async {
+        db.strings("SELECT sessions::text FROM pg_stat_database WHERE datname = current_database()")
+            .await[0]
+            .parse::<i64>()
+            .unwrap()
+    };
+    let before = sessions().await;
+    let run = fleet(&db, &m, &["--schemas", "tenant_*", "--jobs", "1", "migrate"])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{:?}", text(&run));
+    // The targets one after the other on one session (and its second, which names a
+    // blocker), not two each; one more lists them, and one reads the count.
+    let opened = sessions().await - before;
+    assert!(opened <= 4, "{opened} sessions for 6 targets");
+    let leaks = db
+        .strings("SELECT target || ': ' || coalesce(setting, '') || ', ' || temp_tables FROM public.leaks ORDER BY 1")
+        .await;
+    assert_eq!(
+        leaks,
+        (1..=6).map(|i| format!("tenant_{i}: , 0")).collect::<Vec<_>>()
+    );
+}

@@ -32,12 +32,14 @@ mod sqlite;
 
 mod connect;
 mod history_tables;
+mod reuse;
 #[cfg(any_backend)]
 pub(crate) use connect::ConnectFailure;
 #[cfg(sql)]
 pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 pub(crate) use history_tables::Prepared;
+pub(crate) use reuse::ReusingConnector;
 
 /// The kind of database a URL points at: which driver opens it, and what it can promise
 /// before a connection exists (its lock support, the language of its migrations). Once
@@ -245,6 +247,15 @@ pub(crate) trait Backend: LockHost + Send {
              file (--targets) instead",
             self.capabilities().database
         )))
+    }
+
+    /// Makes this open connection, which ended a command cleanly, the session a new
+    /// connection for `request` would be (another schema or history table, the same server):
+    /// everything a command or its migrations left in the session is discarded, and the
+    /// session is set up afresh. `Ok(false)` when it cannot be (the caller then opens a new
+    /// connection); an error leaves it fit only to be closed.
+    async fn reopen(&mut self, _request: &ConnectRequest) -> Result<bool> {
+        Ok(false)
     }
 
     /// Closes the connection (releasing any session state).

@@ -289,6 +289,28 @@ impl Migrator {
         self.migrations(downs, &connections)
     }
 
+    /// Gives the history connection back when a command is done with it: `reusable` when the
+    /// command ended well (and released its lock cleanly). A fleet's connector keeps such a
+    /// connection for its next target; otherwise it is closed.
+    pub(crate) async fn release_history(&self, history: Box<dyn Backend>, reusable: bool) {
+        match self.config.connection_url(&self.config.history_connection) {
+            Ok(url) => self.connector.release(url, history, reusable).await,
+            Err(_) => history.close().await,
+        }
+    }
+
+    /// How it opens connections.
+    pub(crate) fn connector(&self) -> Arc<dyn Connector> {
+        Arc::clone(&self.connector)
+    }
+
+    /// Uses `connector` to open connections (a fleet's, which keeps clean ones for the next
+    /// target).
+    pub(crate) fn with_shared_connector(mut self, connector: Arc<dyn Connector>) -> Self {
+        self.connector = connector;
+        self
+    }
+
     /// The history connection for a command that only reads (status, preview, unlock).
     async fn connect_history(
         &self,
@@ -311,7 +333,7 @@ impl Migrator {
     ) -> Result<Vec<AppliedMigration>> {
         let mut history = self.connect_history(connections, operation).await?;
         let result = history.read_history().await;
-        history.close().await;
+        self.release_history(history, result.is_ok()).await;
         Ok(result?.unwrap_or_default())
     }
 

@@ -65,6 +65,13 @@ pub(crate) trait Connector: Send + Sync {
         request: &ConnectRequest,
         events: &EventSink,
     ) -> Result<Box<dyn Backend>>;
+
+    /// Takes back a connection to `url` when the command is done with it: `reusable` when
+    /// the command ended well and its lock was released cleanly. Closes it, unless this
+    /// connector keeps connections for the next command (a fleet's).
+    async fn release(&self, _url: &str, backend: Box<dyn Backend>, _reusable: bool) {
+        backend.close().await;
+    }
 }
 
 /// A failed connection attempt, and whether it is worth retrying (a server still starting).

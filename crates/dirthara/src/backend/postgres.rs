@@ -66,8 +66,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         .map_err(|e| ConnectFailure::driver(format!("invalid PostgreSQL URL: {e}"), e, false))?
         .application_name(&session_label(&request.operation))
         .disable_statement_logging();
-    let search_path = (request.schema.as_deref())
-        .map(|schema| format!("SET search_path TO {}", Dialect::Postgres.ident(schema)));
+    let search_path = search_path(request);
     let setup = [search_path.as_deref(), request.init_sql.as_deref()];
     let (conn, setup, identity) = open(&options, setup).await?;
     let driver = PgDriver {
@@ -87,6 +86,12 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         session_check: None,
     };
     Ok(Box::new(SqlBackend::new(driver, request)))
+}
+
+/// The `search_path` of a session that works in one schema (a fleet's target).
+fn search_path(request: &ConnectRequest) -> Option<String> {
+    (request.schema.as_deref())
+        .map(|schema| format!("SET search_path TO {}", Dialect::Postgres.ident(schema)))
 }
 
 /// By default PostgreSQL notices a vanished client only when it next writes to it, so a
@@ -334,6 +339,47 @@ impl SqlDriver for PgDriver {
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {
         text_rows(&self.conn.fetch_all(sql).await?)
+    }
+
+    /// `DISCARD ALL`, as a pooler resets a server session between clients: settings, temporary
+    /// tables, prepared plans, `LISTEN`s and advisory locks all go. Then the new target's
+    /// setup, and what the session learns about itself again (its schema decides the lock's
+    /// key and where the history is). Only a direct connection whose lock needed no pooler
+    /// check, and that is not listening, is reused: through a proxy a session is not ours to
+    /// keep.
+    async fn reopen(&mut self, request: &ConnectRequest) -> Result<bool, sqlx::Error> {
+        if !self.direct || self.session_check.is_some() || self.listener.is_some() {
+            return Ok(false);
+        }
+        // A Rust migration's prepared statements, cached by the driver, are gone with the
+        // DISCARD: the driver forgets them first.
+        self.conn.clear_cached_statements().await?;
+        let mut setup = CHECK_INTERVAL.to_string();
+        for sql in [search_path(request), request.init_sql.clone()]
+            .into_iter()
+            .flatten()
+        {
+            setup.push_str(";\n");
+            setup.push_str(&sql);
+        }
+        // A message of its own: DISCARD ALL refuses to run in a transaction block, which a
+        // message of several statements is.
+        self.conn.execute("DISCARD ALL").await?;
+        let rows = self
+            .conn
+            .fetch_all(format!("{setup}; {IDENTITY}").as_str())
+            .await?;
+        let found = rows
+            .last()
+            .ok_or_else(|| sqlx::Error::Protocol("no identity after DISCARD ALL".into()))
+            .and_then(identity)?;
+        self.lock_key = lock_key(&found.database, &found.schema, &request.history_table);
+        self.database_oid = found.database_oid;
+        self.schema = found.schema;
+        self.connection = request.name.clone();
+        self.setup = setup;
+        self.session_used = false;
+        Ok(true)
     }
 
     async fn execute_atomically(

@@ -76,6 +76,13 @@ pub(crate) trait SqlDriver: Send {
     /// A second connection to the same database with the same settings (the lease store's).
     async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error>;
 
+    /// See [`Backend::reopen`]: the session made what a new connection for `request` would
+    /// be, when this driver can; the history's names are then taken from [`SqlDriver::schema`]
+    /// again.
+    async fn reopen(&mut self, _request: &ConnectRequest) -> Result<bool, sqlx::Error> {
+        Ok(false)
+    }
+
     /// Runs a query whose columns are all text (or NULL).
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>;
 
@@ -419,6 +426,21 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                 database_message(&e)
             ))
         })
+    }
+
+    async fn reopen(&mut self, request: &ConnectRequest) -> Result<bool> {
+        let reopened = self.driver.reopen(request).await;
+        if !reopened.map_err(|e| self.history_error(e))? {
+            return Ok(false);
+        }
+        self.names = HistoryNames::new(
+            self.driver.dialect(),
+            self.driver.schema(),
+            &request.history_table,
+        );
+        self.connection = request.name.clone();
+        self.known = Known::default();
+        Ok(true)
     }
 
     async fn close(self: Box<Self>) {

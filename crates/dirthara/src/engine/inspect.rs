@@ -41,7 +41,7 @@ impl Migrator {
             })
         }
         .await;
-        history.close().await;
+        self.release_history(history, result.is_ok()).await;
         result
     }
 

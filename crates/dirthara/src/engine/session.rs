@@ -386,7 +386,10 @@ impl<'m> Session<'m> {
         for (_, backend) in std::mem::take(&mut self.others) {
             backend.close().await;
         }
-        self.history.close().await;
+        // Clean enough for a fleet's next target: the command went well and let go of its lock.
+        let reusable =
+            result.is_ok() && matches!(released, Ok(Released::Cleanly | Released::NothingHeld));
+        self.migrator.release_history(self.history, reusable).await;
         match (result, released) {
             (result, Ok(Released::Cleanly | Released::NothingHeld)) => result,
             (result, Ok(Released::NoLongerOurs(warning))) => {

@@ -156,7 +156,7 @@ impl Migrator {
             }
             None => false,
         };
-        history.close().await;
+        self.release_history(history, true).await;
         judge(available, wanted, &records, held)
     }
 }

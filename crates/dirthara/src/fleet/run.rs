@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 
 use super::report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
 use super::{Fleet, FleetCommand, Target};
-use crate::backend::BackendKind;
+use crate::backend::{BackendKind, Connector, ReusingConnector};
 use crate::config::{Config, LockWait};
 use crate::engine::Migrator;
 use crate::error::{Code, Error, Result};
@@ -66,8 +66,12 @@ pub(super) async fn run(
         FleetCommand::Wait(_, Some(timeout)) => Instant::now().checked_add(timeout),
         _ => None,
     };
+    // Targets on one server and database (the schemas of a database) take turns with the
+    // connections the finished ones leave clean, `jobs` of them at most.
+    let reuse = Arc::new(ReusingConnector::new(base.connector(), options.jobs.max(1)));
     let mut schedule = Schedule {
         base,
+        reuse: Arc::clone(&reuse) as Arc<dyn Connector>,
         targets: &targets,
         command,
         loaded: &loaded,
@@ -90,6 +94,7 @@ pub(super) async fn run(
             .await;
         schedule.pass_deferred().await;
     }
+    reuse.close_all().await;
     let reports: Vec<TargetReport> = (schedule.results.into_iter().zip(&targets))
         .map(|(result, target)| {
             result.unwrap_or_else(|| TargetReport::new(&target.name, Outcome::Skipped))
@@ -147,6 +152,8 @@ fn target_config(base: &Config, target: &Target) -> Config {
 
 struct Schedule<'a> {
     base: &'a Migrator,
+    /// Opens the targets' connections, keeping clean ones for the next target.
+    reuse: Arc<dyn Connector>,
     targets: &'a [Target],
     command: FleetCommand,
     loaded: &'a Loaded,
@@ -230,7 +237,8 @@ impl Schedule<'_> {
             config.lock_wait = Some(LockWait::For(Duration::ZERO));
         }
         let events = self.base.events().for_target(&target.name);
-        let migrator = self.base.for_target(config, events, target.schema.clone());
+        let migrator = (self.base.for_target(config, events, target.schema.clone()))
+            .with_shared_connector(Arc::clone(&self.reuse));
         let kind = BackendKind::from_url(&target.url).map(BackendKind::name);
         match kind.ok().and_then(|kind| self.loaded.get(kind)) {
             Some((downs, migrations)) => migrator.with_preloaded(*downs, Arc::clone(migrations)),
