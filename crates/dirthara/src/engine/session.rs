@@ -95,7 +95,10 @@ impl<'m> Session<'m> {
                 applied_by: runner_identity(),
             }),
             Err(error) => {
-                history.close().await;
+                // Held by another runner: nothing was taken or changed, and the session is as
+                // clean as it came (a fleet's next target may use it).
+                let clean = error.code() == crate::Code::MigrationLockHeld;
+                migrator.release_history(history, clean).await;
                 Err(error)
             }
         }
