@@ -77,6 +77,7 @@ impl Renderer {
             Event::LockReleased { lock, connection } if self.verbose > 0 => {
                 stderr_line(&format!("released lock `{lock}` on `{connection}`"))
             }
+            Event::TableLockFreed { .. } => stderr_line(&table_lock_freed_line(event)),
             Event::MigrationStarted {
                 version,
                 name,
@@ -151,5 +152,33 @@ fn table_lock_line(event: &Event) -> String {
          {}, {} of the retry budget left",
         format_duration(*retry_in),
         format_duration(*budget_left)
+    )
+}
+
+/// The session a step gave way to is done: the step is tried again before its pause ends.
+fn table_lock_freed_line(event: &Event) -> String {
+    let Event::TableLockFreed {
+        version,
+        name,
+        direction,
+        blocker,
+        pause_left,
+        wait,
+    } = event
+    else {
+        return String::new();
+    };
+    let holder = blocker
+        .as_ref()
+        .and_then(|b| b.session_id)
+        .map_or_else(|| "the session".to_string(), |id| format!("session {id}"));
+    let wait = match wait.is_zero() {
+        true => "without waiting for the lock".to_string(),
+        false => format!("waiting at most {} for the lock", format_duration(*wait)),
+    };
+    format!(
+        "migration {version} ({name}) {direction}: {holder}, which held the lock, is done; \
+         trying again now, {} before the pause would have ended, {wait}",
+        format_duration(*pause_left)
     )
 }

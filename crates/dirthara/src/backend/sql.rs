@@ -126,6 +126,34 @@ pub(crate) trait SqlDriver: Send {
         None
     }
 
+    /// Whether the transaction `blocker` held the lock with has ended (see
+    /// [`Backend::blocker_gone`]); asked on the connection [`SqlDriver::who_blocks`] is.
+    async fn blocker_gone(&mut self, _blocker: &crate::events::Blocker) -> Option<bool> {
+        None
+    }
+
+    /// The setting that bounds a statement's wait for a table lock (`lock_timeout`,
+    /// `lock_wait_timeout`), for spotting a migration that sets its own: from that statement
+    /// on, the migration's value wins.
+    fn lock_timeout_setting(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The table-lock timeout of a step sent statement by statement travels in each
+    /// statement's own message, as `lock_timeout_sql(.., local)` before it — never as a
+    /// session setting, which a transaction-pooling proxy neither keeps for the statement
+    /// nor takes away from the next client (PostgreSQL). Else it is set once for the session
+    /// before the step's statements (MySQL).
+    fn lock_timeout_in_each_message(&self) -> bool {
+        false
+    }
+
+    /// `error` refused a statement because it may not run inside a transaction block (and
+    /// the message it shared with its `SET LOCAL` was one): nothing of that message ran.
+    fn refused_in_a_transaction_block(&self, _error: &sqlx::Error) -> bool {
+        false
+    }
+
     /// Returns the session to a clean state after a failed step: a step that opened its own
     /// transaction block and failed inside it leaves the session refusing every statement
     /// (PostgreSQL 25P02) until it is rolled back. Errors are ignored: there may be no
@@ -308,6 +336,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             }
             failure
         })
+    }
+
+    async fn blocker_gone(&mut self, blocker: &crate::events::Blocker) -> Option<bool> {
+        self.observer.as_mut()?.blocker_gone(blocker).await
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
