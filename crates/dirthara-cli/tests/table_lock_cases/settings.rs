@@ -90,7 +90,8 @@ async fn a_short_timeout_gives_way(server: Server, form: Form) {
     users(&db).await;
     let project = Project::new(server, form, "900ms");
     let blocker = Blocker::hold(&db).await;
-    let out = project.migrate(&db).output().unwrap();
+    // Without a timeout the run would wait for the blocker, which outlives the watchdog.
+    let out = wait_with_watchdog(spawn(project.migrate(&db)), Duration::from_secs(30));
     blocker.end().await;
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{form:?}: {stdout}\n{stderr}");

@@ -229,13 +229,13 @@ async fn postgres_several_statements_outside_a_transaction_are_never_retried() {
         None,
     );
     let blocker = Blocker::hold(&db).await;
-    let out = dirthara(
+    let child = spawn(dirthara(
         &db.url,
         m.path(),
         &["migrate", "--table-lock-timeout", "300ms"],
-    )
-    .output()
-    .unwrap();
+    ));
+    // Tried again, it would give way until the default budget (10 min) ran out.
+    let out = wait_with_watchdog(child, Duration::from_secs(30));
     let session = blocker.session;
     blocker.end().await;
     let (stdout, stderr) = text(&out);
