@@ -17,6 +17,7 @@ use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 mod dialect;
 mod history;
 mod lease;
+mod observer;
 mod script;
 mod steps;
 
@@ -300,46 +301,14 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure> {
-        let Some(timeout) = step.lock_timeout else {
-            return self.run_step(step).await;
-        };
-        if self.observer.is_none() {
-            // Without it the step still runs; only the blocker goes unnamed.
-            self.observer = self.driver.open_sibling().await.ok();
+        match step.lock_timeout {
+            Some(timeout) => self.run_observed(step, timeout).await,
+            None => self.run_step(step).await,
         }
-        let mut observer = self.observer.take();
-        let identity = self.driver.session_identity();
-        // Asked once the statement has waited most of its timeout: a step that is merely
-        // slow costs nothing, and a blocked one is still waiting when asked.
-        let delay = timeout
-            .mul_f64(0.7)
-            .max(std::time::Duration::from_millis(20));
-        let mut seen = None;
-        let result = {
-            let running = self.run_step(step);
-            tokio::pin!(running);
-            tokio::select! {
-                result = &mut running => result,
-                found = watch(observer.as_deref_mut(), &identity, delay) => {
-                    seen = found;
-                    running.await
-                }
-            }
-        };
-        self.observer = observer;
-        result.map_err(|mut failure| {
-            if failure.error.lock_not_available {
-                if let Some((table, blocker)) = seen {
-                    failure.error.table = failure.error.table.take().or(table);
-                    failure.error.blocker = Some(blocker);
-                }
-            }
-            failure
-        })
     }
 
     async fn blocker_gone(&mut self, blocker: &crate::events::Blocker) -> Option<bool> {
-        self.observer.as_mut()?.blocker_gone(blocker).await
+        self.observed_blocker_gone(blocker).await
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
@@ -422,16 +391,6 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         }
         Box::new(this.driver).close().await
     }
-}
-
-/// After `delay`, asks `observer` who blocks the session `identity`.
-async fn watch(
-    observer: Option<&mut (dyn SqlDriver + 'static)>,
-    identity: &str,
-    delay: std::time::Duration,
-) -> Option<(Option<String>, crate::events::Blocker)> {
-    tokio::time::sleep(delay).await;
-    observer?.who_blocks(identity).await
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
