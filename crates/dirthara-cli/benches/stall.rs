@@ -16,7 +16,8 @@
 //! Reported: the client's largest and 99th-percentile latency during the run, the total
 //! time the client was blocked (the time its queries spent waiting beyond their usual
 //! latency) and that as a share of the run, how long after the blocker ended the migration
-//! finished, and whether it was applied exactly once. Targets (with the timeout): largest
+//! finished, whether a pause was cut short once the blocker was seen to be done, and
+//! whether it was applied exactly once. Targets (with the timeout): largest
 //! latency ≤ timeout + 0.2 s, blocked ≤ 25 % of the run, finished within one backoff step
 //! plus 1 s of the blocker ending, applied once.
 //!
@@ -44,6 +45,8 @@ struct Run {
     finished_after_blocker: Duration,
     applied_once: bool,
     retries: usize,
+    /// A pause was cut short because the blocker was seen to be done.
+    cut_short: bool,
 }
 
 fn binary() -> Option<PathBuf> {
@@ -165,6 +168,7 @@ async fn one_run(
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "the migration failed: {stderr}");
     let retries = stderr.matches("TABLE_LOCK_TIMEOUT").count();
+    let cut_short = stderr.contains("which held the lock, is done");
 
     // Quiet latency: the median of the fastest half.
     let mut sorted = latencies.clone();
@@ -186,6 +190,7 @@ async fn one_run(
         finished_after_blocker: finished.saturating_duration_since(blocker_ended),
         applied_once: count == ["1"],
         retries,
+        cut_short,
     }
 }
 
@@ -196,7 +201,7 @@ fn report(server: Server, mode: &str, run: &Run) {
     let p99 = sorted[(sorted.len() * 99 / 100).min(sorted.len() - 1)];
     println!(
         "{:<9} {:<8} max {:>7.3} s  p99 {:>7.3} s  blocked {:>6.2} s = {:>5.1} % of {:>5.2} s  \
-         finished {:>5.2} s after the blocker  retries {:>2}  applied once: {}",
+         finished {:>5.2} s after the blocker  retries {:>2}{}  applied once: {}",
         server.name(),
         mode,
         max.as_secs_f64(),
@@ -206,6 +211,11 @@ fn report(server: Server, mode: &str, run: &Run) {
         run.run.as_secs_f64(),
         run.finished_after_blocker.as_secs_f64(),
         run.retries,
+        if run.cut_short {
+            " (pause cut short)"
+        } else {
+            ""
+        },
         run.applied_once,
     );
 }

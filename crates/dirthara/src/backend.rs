@@ -172,6 +172,9 @@ pub(crate) struct Capabilities {
     /// behind it, so a step's statements give way after `table_lock_timeout` (PostgreSQL,
     /// MySQL/MariaDB; not SQLite, whose writers wait on the whole file, nor MongoDB).
     pub table_locks: bool,
+    /// What a table-lock timeout is counted in: a timeout the engine shortens itself is
+    /// rounded down to it (MySQL's `lock_wait_timeout` counts whole seconds).
+    pub lock_wait_unit: std::time::Duration,
 }
 
 /// A connection to one named database, as the engine uses it. The history table (and the
@@ -202,6 +205,13 @@ pub(crate) trait Backend: LockHost + Send {
     /// session is clean again (any transaction block the step left open is rolled back), so
     /// the next statement dirthara sends is not refused because of the step.
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure>;
+
+    /// Whether the transaction `blocker` held a step's table lock with (named while the step
+    /// waited) has ended; asked on a connection of its own while the step pauses between
+    /// attempts. `None` when that cannot be said.
+    async fn blocker_gone(&mut self, _blocker: &crate::events::Blocker) -> Option<bool> {
+        None
+    }
 
     /// Applies history changes in order, all or none, in one round trip where the database
     /// allows (one commit instead of one per change).

@@ -122,9 +122,15 @@ pub struct Blocker {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub query: Option<String>,
     /// The database could not say which session holds the lock; this is the session most
-    /// likely to (MySQL without `performance_schema`: the oldest open transaction).
+    /// likely to (MariaDB, and MySQL without `performance_schema`: the oldest transaction
+    /// open since before the statement began to wait).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub likely: bool,
+    /// Which of its transactions held the lock (when it started, in the database's words):
+    /// while the engine pauses before the next attempt, it asks whether this transaction
+    /// is still open, and tries again at once when it is not.
+    #[serde(skip)]
+    pub(crate) transaction: Option<String>,
 }
 
 fn serialize_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -163,7 +169,7 @@ impl fmt::Display for Blocker {
         if self.likely {
             f.write_str(
                 " — most likely: the server does not report who holds metadata locks, and this \
-                 is the oldest open transaction here",
+                 is the oldest transaction open since before the statement began to wait",
             )?;
         }
         Ok(())
@@ -304,6 +310,27 @@ pub enum EventKind {
         /// What is left of `table_lock_retry_for` (`budget_left_ms` in JSON).
         #[serde(rename = "budget_left_ms", serialize_with = "serialize_ms")]
         budget_left: Duration,
+    },
+    /// While the step paused after giving way, the session that held its lock ended its
+    /// transaction: the step is tried again at once instead of at the end of the pause,
+    /// waiting at most `wait` (what keeps the application blocked under a quarter of the
+    /// time, should another session hold the lock now).
+    TableLockFreed {
+        /// The migration's version.
+        version: i64,
+        /// The migration's name.
+        name: String,
+        /// Whether its up or its down step is tried again.
+        direction: Direction,
+        /// The session that held the lock and is done with it.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        blocker: Option<Blocker>,
+        /// What was left of the pause (`pause_left_ms` in JSON).
+        #[serde(rename = "pause_left_ms", serialize_with = "serialize_ms")]
+        pause_left: Duration,
+        /// The longest the next attempt waits for its lock (`wait_ms` in JSON).
+        #[serde(rename = "wait_ms", serialize_with = "serialize_ms")]
+        wait: Duration,
     },
     /// A migration's step succeeded.
     MigrationFinished {
@@ -567,6 +594,18 @@ fn trace_event(event: &Event) {
             error = error.as_deref().unwrap_or_default(),
             duration_ms = duration.as_millis() as u64,
             "target finished"
+        ),
+        EventKind::TableLockFreed {
+            version,
+            blocker,
+            wait,
+            ..
+        } => info!(
+            target: "dirthara",
+            version,
+            blocker = %blocker.as_ref().map(ToString::to_string).unwrap_or_default(),
+            wait_ms = wait.as_millis() as u64,
+            "the session holding the table lock is done; retrying now"
         ),
         EventKind::Warning(warning) => {
             warn!(target: "dirthara", code = %warning.code, "{}", warning.message)

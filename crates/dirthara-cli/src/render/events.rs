@@ -152,6 +152,7 @@ impl Renderer {
                 stderr_line(&format!("released lock `{lock}` on `{connection}`"))
             }
             EventKind::HistoryWaiting { .. } => stderr_line(&history_waiting_line(&event.kind)),
+            EventKind::TableLockFreed { .. } => stderr_line(&table_lock_freed_line(&event.kind)),
             EventKind::Planned {
                 by_digest: true, ..
             } if self.verbose > 0 => stderr_line(
@@ -249,5 +250,33 @@ fn history_waiting_line(event: &EventKind) -> String {
     format!(
         "waiting: {applied} of {wanted} migration(s) applied ({seen}); waited {}",
         format_duration(*waited)
+    )
+}
+
+/// The session a step gave way to is done: the step is tried again before its pause ends.
+fn table_lock_freed_line(event: &EventKind) -> String {
+    let EventKind::TableLockFreed {
+        version,
+        name,
+        direction,
+        blocker,
+        pause_left,
+        wait,
+    } = event
+    else {
+        return String::new();
+    };
+    let holder = blocker
+        .as_ref()
+        .and_then(|b| b.session_id)
+        .map_or_else(|| "the session".to_string(), |id| format!("session {id}"));
+    let wait = match wait.is_zero() {
+        true => "without waiting for the lock".to_string(),
+        false => format!("waiting at most {} for the lock", format_duration(*wait)),
+    };
+    format!(
+        "migration {version} ({name}) {direction}: {holder}, which held the lock, is done; \
+         trying again now, {} before the pause would have ended, {wait}",
+        format_duration(*pause_left)
     )
 }

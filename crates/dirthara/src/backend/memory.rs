@@ -50,6 +50,9 @@ pub(crate) struct MemoryDb {
     pub blocked_attempts: u32,
     /// The table-lock timeout each step attempt was run with, in order.
     pub lock_timeouts: Vec<Option<Duration>>,
+    /// An attempt that gives way names its blocker, session 4127, whose transaction ends
+    /// once `blocked_attempts` runs out (what a pause between attempts watches for).
+    pub blocker_named: bool,
     pub lease: crate::lock::lease::memory::MemoryLeaseStore,
 }
 
@@ -193,6 +196,7 @@ impl Backend for MemoryBackend {
             transactional_ddl: !db.non_transactional,
             folds_records: db.folds_records,
             table_locks: db.table_locks,
+            lock_wait_unit: Duration::from_millis(1),
         })
     }
 
@@ -263,9 +267,18 @@ impl Backend for MemoryBackend {
             waits && step.lock_timeout.is_some()
         });
         if gave_way {
+            // It waited its whole timeout first.
+            tokio::time::sleep(step.lock_timeout.unwrap_or_default()).await;
             let mut error = DatabaseError::from_message("canceling statement due to lock timeout");
             error.lock_not_available = true;
             error.table = Some("users".into());
+            if self.with(|db| db.blocker_named) {
+                error.blocker = Some(crate::events::Blocker {
+                    session_id: Some(4127),
+                    transaction: Some("t0".into()),
+                    ..Default::default()
+                });
+            }
             return Err(StepFailure {
                 nothing_changed: true,
                 statement: Some(0),
@@ -317,6 +330,11 @@ impl Backend for MemoryBackend {
                 }
             }
         })
+    }
+
+    async fn blocker_gone(&mut self, blocker: &crate::events::Blocker) -> Option<bool> {
+        let named = blocker.session_id == Some(4127);
+        self.with(|db| (db.blocker_named && named).then_some(db.blocked_attempts == 0))
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {

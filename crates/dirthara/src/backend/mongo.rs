@@ -184,6 +184,7 @@ impl Backend for MongoBackend {
             transactional_ddl: true,
             folds_records: false,
             table_locks: false,
+            lock_wait_unit: std::time::Duration::from_millis(1),
         }
     }
 

@@ -30,6 +30,9 @@ use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
 use crate::migration::hex;
 use crate::source::sql;
 
+mod blocker;
+mod waited_table;
+
 /// MySQL limits user-lock names to 64 characters.
 const MAX_LOCK_NAME: usize = 64;
 
@@ -53,9 +56,16 @@ pub(crate) struct MySqlDriver {
     /// `@@version_comment`): TiDB and Vitess speak MySQL's protocol, with other named locks.
     lock_support: LockSupport,
     /// `lock_wait_timeout` as the session opened with it (after `init_sql`), in seconds, and
-    /// as a step last set it: a step without a table-lock timeout gets the first one back.
+    /// as a step last set it ([`UNKNOWN`] once a step may have set its own): a step without
+    /// a table-lock timeout gets the first one back.
     lock_wait_timeout: (i64, i64),
+    /// Whether MariaDB's `METADATA_LOCK_INFO` plugin is loaded, which says who holds each
+    /// metadata lock (asked the first time a blocker is looked for).
+    metadata_lock_info: Option<bool>,
 }
+
+/// `lock_wait_timeout` as a step left it: not known, so the next step sets it.
+const UNKNOWN: i64 = i64::MIN;
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
     let url = match request.url.strip_prefix("mariadb:") {
@@ -101,6 +111,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         granted: false,
         lock_support: servers::mysql_lock_support(&version, &comment),
         lock_wait_timeout: (lock_wait_timeout, lock_wait_timeout),
+        metadata_lock_info: None,
     };
     Ok(Box::new(SqlBackend::new(driver, request)))
 }
@@ -191,7 +202,8 @@ impl SqlDriver for MySqlDriver {
             waiting: false,
             granted: false,
             lock_support: self.lock_support,
-            lock_wait_timeout: self.lock_wait_timeout,
+            lock_wait_timeout: (self.lock_wait_timeout.0, UNKNOWN),
+            metadata_lock_info: None,
         }))
     }
 
@@ -216,6 +228,7 @@ impl SqlDriver for MySqlDriver {
             transactional_ddl: false,
             folds_records: true,
             table_locks: true,
+            lock_wait_unit: std::time::Duration::from_secs(1),
         }
     }
 
@@ -229,13 +242,15 @@ impl SqlDriver for MySqlDriver {
             .then_some(self as &mut dyn SessionLock)
     }
 
-    /// `lock_wait_timeout` counts whole seconds: a timeout is rounded up (at least 1 s).
-    /// It has no transaction scope, so a step without a timeout gets the session's own back.
+    /// `lock_wait_timeout` counts whole seconds: a timeout is rounded up (at least 1 s). Zero
+    /// (an attempt that may not wait) is MariaDB's `NOWAIT` (MySQL takes it as 1 s). It has
+    /// no transaction scope, so a step without a timeout gets the session's own back.
     fn lock_timeout_sql(&mut self, timeout: Option<Duration>, _local: bool) -> Option<String> {
         let (opened_with, now) = self.lock_wait_timeout;
         let wanted = match timeout {
+            Some(timeout) if timeout.is_zero() => 0,
             Some(timeout) => {
-                let seconds = timeout.as_millis().div_ceil(1000).max(1);
+                let seconds = timeout.as_nanos().div_ceil(1_000_000_000).max(1);
                 i64::try_from(seconds).unwrap_or(i64::MAX)
             }
             None => opened_with,
@@ -247,64 +262,28 @@ impl SqlDriver for MySqlDriver {
         Some(format!("SET SESSION lock_wait_timeout = {wanted}"))
     }
 
+    /// A step may set `lock_wait_timeout` itself (its value wins for that step alone), so the
+    /// next one sets the session's again, whatever the last one left.
+    async fn before_step(&mut self) -> Result<(), sqlx::Error> {
+        self.lock_wait_timeout.1 = UNKNOWN;
+        Ok(())
+    }
+
+    fn lock_timeout_setting(&self) -> Option<&'static str> {
+        Some("lock_wait_timeout")
+    }
+
     fn session_identity(&self) -> String {
         self.id.to_string()
     }
 
-    /// The holder of the metadata lock the session `identity` waits for, from
-    /// `performance_schema` where the server keeps it; else (MariaDB's default, and MySQL
-    /// with `performance_schema` off) the session most likely to hold it: the oldest open
-    /// transaction or running query in this database.
     async fn who_blocks(&mut self, identity: &str) -> Option<(Option<String>, Blocker)> {
         let waiting: i64 = identity.parse().ok()?;
-        let exact = format!(
-            "SELECT CAST(p.ID AS SIGNED), CAST(p.USER AS CHAR), CAST(p.HOST AS CHAR), \
-             CAST(p.COMMAND AS CHAR), CAST(p.TIME AS SIGNED), CAST(p.INFO AS CHAR), \
-             CAST(CONCAT(w.OBJECT_SCHEMA, '.', w.OBJECT_NAME) AS CHAR) \
-             FROM performance_schema.metadata_locks w \
-             JOIN performance_schema.threads wt ON wt.THREAD_ID = w.OWNER_THREAD_ID \
-             JOIN performance_schema.metadata_locks g ON g.OBJECT_TYPE = w.OBJECT_TYPE \
-               AND g.OBJECT_SCHEMA <=> w.OBJECT_SCHEMA AND g.OBJECT_NAME <=> w.OBJECT_NAME \
-               AND g.LOCK_STATUS = 'GRANTED' AND g.OWNER_THREAD_ID <> w.OWNER_THREAD_ID \
-             JOIN performance_schema.threads gt ON gt.THREAD_ID = g.OWNER_THREAD_ID \
-             JOIN information_schema.PROCESSLIST p ON p.ID = gt.PROCESSLIST_ID \
-             WHERE w.LOCK_STATUS = 'PENDING' AND wt.PROCESSLIST_ID = {waiting} LIMIT 1"
-        );
-        let likely = format!(
-            "SELECT CAST(p.ID AS SIGNED), CAST(p.USER AS CHAR), CAST(p.HOST AS CHAR), \
-             CAST(p.COMMAND AS CHAR), CAST(p.TIME AS SIGNED), CAST(p.INFO AS CHAR), NULL, \
-             CAST(TIMESTAMPDIFF(SECOND, x.trx_started, NOW()) AS SIGNED) \
-             FROM information_schema.PROCESSLIST p \
-             LEFT JOIN information_schema.INNODB_TRX x ON x.trx_mysql_thread_id = p.ID \
-             WHERE p.ID <> {waiting} AND p.ID <> CONNECTION_ID() AND p.DB = DATABASE() \
-               AND (x.trx_id IS NOT NULL OR p.COMMAND = 'Query') \
-             ORDER BY x.trx_started IS NULL, x.trx_started, p.TIME DESC LIMIT 1"
-        );
-        let (row, likely) = match self.conn.fetch_optional(exact.as_str()).await {
-            Ok(Some(row)) => (row, false),
-            _ => (self.conn.fetch_optional(likely.as_str()).await.ok()??, true),
-        };
-        let seconds = |i: usize| {
-            (row.try_get::<Option<i64>, _>(i).ok().flatten())
-                .and_then(|s| u64::try_from(s).ok())
-                .map(Duration::from_secs)
-        };
-        let blocker = Blocker {
-            session_id: row.try_get(0).ok(),
-            application: text_column(&row, 1).ok().flatten(),
-            client_address: text_column(&row, 2).ok().flatten(),
-            state: text_column(&row, 3)
-                .ok()
-                .flatten()
-                .map(|command| match seconds(4) {
-                    Some(time) => format!("{command} for {}s", time.as_secs()),
-                    None => command,
-                }),
-            transaction_age: if likely { seconds(7) } else { None },
-            query: text_column(&row, 5).ok().flatten(),
-            likely,
-        };
-        Some((text_column(&row, 6).ok().flatten(), blocker))
+        blocker::who_blocks(&mut self.conn, waiting, &mut self.metadata_lock_info).await
+    }
+
+    async fn blocker_gone(&mut self, blocker: &Blocker) -> Option<bool> {
+        blocker::gone(&mut self.conn, blocker).await
     }
 
     /// A script written for the mysql client (`DELIMITER $$ ... $$`), split as that client

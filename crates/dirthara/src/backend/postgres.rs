@@ -8,6 +8,7 @@
 //! proxy. Such a proxy also breaks the session lock; `pooler` detects it before the lock is
 //! taken.
 
+mod blocker;
 mod pooler;
 mod session_lock;
 
@@ -200,7 +201,12 @@ impl PgDriver {
             return String::new();
         }
         let mut reset = "RESET ALL;\n".to_string();
+        // Through a pooler the session's name was a `SET` of the pooler's, which `RESET ALL`
+        // takes away; the blocker of a waiting statement is found by it.
+        let name = self.options.get_application_name().unwrap_or_default();
+        let name = format!("SET application_name = {}", Dialect::Postgres.literal(name));
         for setup in [
+            Some(name),
             Some(self.setup.clone()).filter(|s| !s.is_empty()),
             // The stamp that proves this is the lock's own server session is a setting too.
             self.session_check.as_ref().map(|c| c.restamp_sql()),
@@ -439,7 +445,8 @@ impl SqlDriver for PgDriver {
     }
 
     fn lock_timeout_sql(&mut self, timeout: Option<Duration>, local: bool) -> Option<String> {
-        // A session-level one is undone by the reset before the next step.
+        // A session-level one is undone by the reset before the next step. Zero (an attempt
+        // that may not wait) is PostgreSQL's shortest, 1 ms: `0` would turn the timeout off.
         let ms = timeout?.as_millis().max(1);
         let scope = if local { "LOCAL " } else { "" };
         Some(format!("SET {scope}lock_timeout = '{ms}ms'"))
@@ -453,35 +460,26 @@ impl SqlDriver for PgDriver {
     }
 
     async fn who_blocks(&mut self, identity: &str) -> Option<(Option<String>, Blocker)> {
-        // The waiting session is found by its application_name, not its pid: through a
-        // transaction-pooling proxy it is whichever server session runs the step now.
-        let sql = format!(
-            "WITH waiting AS (SELECT pid FROM pg_stat_activity WHERE application_name = {} \
-             AND wait_event_type = 'Lock') \
-             SELECT a.pid::bigint, a.application_name::text, \
-             coalesce(host(a.client_addr), 'local socket')::text, a.state::text, \
-             (extract(epoch FROM now() - a.xact_start) * 1000)::bigint, left(a.query, 300)::text, \
-             (SELECT string_agg(DISTINCT l.relation::regclass::text, ', ') FROM pg_locks l \
-              WHERE l.pid IN (SELECT pid FROM waiting) AND NOT l.granted AND l.locktype = 'relation') \
-             FROM pg_stat_activity a \
-             WHERE a.pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM waiting) \
-             ORDER BY a.xact_start NULLS LAST LIMIT 1",
-            Dialect::Postgres.literal(identity)
-        );
-        let row = self.conn.fetch_optional(sql.as_str()).await.ok()??;
-        let blocker = Blocker {
-            session_id: row.try_get(0).ok(),
-            application: row.try_get::<Option<String>, _>(1).ok().flatten(),
-            client_address: row.try_get::<Option<String>, _>(2).ok().flatten(),
-            state: row.try_get::<Option<String>, _>(3).ok().flatten(),
-            transaction_age: (row.try_get::<Option<i64>, _>(4).ok().flatten())
-                .and_then(|ms| u64::try_from(ms).ok())
-                .map(Duration::from_millis),
-            query: row.try_get::<Option<String>, _>(5).ok().flatten(),
-            likely: false,
-        };
-        let table = row.try_get::<Option<String>, _>(6).ok().flatten();
-        Some((table, blocker))
+        blocker::who_blocks(&mut self.conn, identity).await
+    }
+
+    async fn blocker_gone(&mut self, blocker: &Blocker) -> Option<bool> {
+        blocker::gone(&mut self.conn, blocker).await
+    }
+
+    fn lock_timeout_setting(&self) -> Option<&'static str> {
+        Some("lock_timeout")
+    }
+
+    fn lock_timeout_in_each_message(&self) -> bool {
+        true
+    }
+
+    /// 25001 `active_sql_transaction`: `VACUUM cannot run inside a transaction block`.
+    fn refused_in_a_transaction_block(&self, error: &sqlx::Error) -> bool {
+        error
+            .as_database_error()
+            .is_some_and(|e| e.code().as_deref() == Some("25001"))
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -490,6 +488,7 @@ impl SqlDriver for PgDriver {
             transactional_ddl: true,
             folds_records: false,
             table_locks: true,
+            lock_wait_unit: std::time::Duration::from_millis(1),
         }
     }
 

@@ -17,6 +17,7 @@ use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 mod dialect;
 mod history;
 mod lease;
+mod observer;
 mod script;
 mod steps;
 
@@ -131,6 +132,34 @@ pub(crate) trait SqlDriver: Send {
         _identity: &str,
     ) -> Option<(Option<String>, crate::events::Blocker)> {
         None
+    }
+
+    /// Whether the transaction `blocker` held the lock with has ended (see
+    /// [`Backend::blocker_gone`]); asked on the connection [`SqlDriver::who_blocks`] is.
+    async fn blocker_gone(&mut self, _blocker: &crate::events::Blocker) -> Option<bool> {
+        None
+    }
+
+    /// The setting that bounds a statement's wait for a table lock (`lock_timeout`,
+    /// `lock_wait_timeout`), for spotting a migration that sets its own: from that statement
+    /// on, the migration's value wins.
+    fn lock_timeout_setting(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The table-lock timeout of a step sent statement by statement travels in each
+    /// statement's own message, as `lock_timeout_sql(.., local)` before it — never as a
+    /// session setting, which a transaction-pooling proxy neither keeps for the statement
+    /// nor takes away from the next client (PostgreSQL). Else it is set once for the session
+    /// before the step's statements (MySQL).
+    fn lock_timeout_in_each_message(&self) -> bool {
+        false
+    }
+
+    /// `error` refused a statement because it may not run inside a transaction block (and
+    /// the message it shared with its `SET LOCAL` was one): nothing of that message ran.
+    fn refused_in_a_transaction_block(&self, _error: &sqlx::Error) -> bool {
+        false
     }
 
     /// Returns the session to a clean state after a failed step: a step that opened its own
@@ -283,42 +312,14 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure> {
-        let Some(timeout) = step.lock_timeout else {
-            return self.run_step(step).await;
-        };
-        if self.observer.is_none() {
-            // Without it the step still runs; only the blocker goes unnamed.
-            self.observer = self.driver.open_sibling().await.ok();
+        match step.lock_timeout {
+            Some(timeout) => self.run_observed(step, timeout).await,
+            None => self.run_step(step).await,
         }
-        let mut observer = self.observer.take();
-        let identity = self.driver.session_identity();
-        // Asked once the statement has waited most of its timeout: a step that is merely
-        // slow costs nothing, and a blocked one is still waiting when asked.
-        let delay = timeout
-            .mul_f64(0.7)
-            .max(std::time::Duration::from_millis(20));
-        let mut seen = None;
-        let result = {
-            let running = self.run_step(step);
-            tokio::pin!(running);
-            tokio::select! {
-                result = &mut running => result,
-                found = watch(observer.as_deref_mut(), &identity, delay) => {
-                    seen = found;
-                    running.await
-                }
-            }
-        };
-        self.observer = observer;
-        result.map_err(|mut failure| {
-            if failure.error.lock_not_available {
-                if let Some((table, blocker)) = seen {
-                    failure.error.table = failure.error.table.take().or(table);
-                    failure.error.blocker = Some(blocker);
-                }
-            }
-            failure
-        })
+    }
+
+    async fn blocker_gone(&mut self, blocker: &crate::events::Blocker) -> Option<bool> {
+        self.observed_blocker_gone(blocker).await
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {
@@ -450,16 +451,6 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         }
         Box::new(this.driver).close().await
     }
-}
-
-/// After `delay`, asks `observer` who blocks the session `identity`.
-async fn watch(
-    observer: Option<&mut (dyn SqlDriver + 'static)>,
-    identity: &str,
-    delay: std::time::Duration,
-) -> Option<(Option<String>, crate::events::Blocker)> {
-    tokio::time::sleep(delay).await;
-    observer?.who_blocks(identity).await
 }
 
 impl<D: SqlDriver> SqlBackend<D> {

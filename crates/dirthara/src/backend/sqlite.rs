@@ -227,6 +227,7 @@ impl SqlDriver for SqliteDriver {
             transactional_ddl: true,
             folds_records: false,
             table_locks: false,
+            lock_wait_unit: std::time::Duration::from_millis(1),
         }
     }
 

@@ -4,8 +4,11 @@
 //! database provably undid the attempt. What to retry and when to stop is decided by the pure
 //! rules of `plan/retry.rs`; this loop only runs them.
 //!
-//! Between attempts the migration lock is confirmed again, and a shutdown signal stops the
-//! run with the step not applied.
+//! While it pauses, the loop watches the session that held the lock (named while the
+//! attempt waited): once its transaction has ended, the step is tried again at once, waiting
+//! at most what keeps the application blocked under a quarter of the time. Between attempts
+//! the migration lock is confirmed again, and a shutdown signal stops the run with the step
+//! not applied.
 
 use std::time::Duration;
 
@@ -25,6 +28,18 @@ use crate::source::sql::{split_statements, SqlDialect};
 /// The first pause after an attempt that gave way, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
 const LONGEST_PAUSE: Duration = Duration::from_secs(15);
+/// How often a pause asks whether the session that held the lock is done with it.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
+
+/// How a pause between attempts ended.
+enum Paused {
+    /// It ran its course.
+    Over,
+    /// The session that held the lock ended its transaction, this long before the end.
+    BlockerGone { left: Duration },
+    /// A shutdown signal came.
+    Stopped,
+}
 
 impl Session<'_> {
     /// Runs `prepared` until an attempt does not give way to the application's locks, the
@@ -39,10 +54,12 @@ impl Session<'_> {
         let started = Instant::now();
         let mut backoff = Backoff::new(FIRST_PAUSE, LONGEST_PAUSE);
         let (mut made, mut blocked, mut resume_at) = (0u32, Duration::ZERO, 0usize);
+        // This attempt's timeout: the configured one, or less for an attempt made early.
+        let mut this_timeout = timeout;
         loop {
             made = made.saturating_add(1);
             let began = Instant::now();
-            let attempt = self.attempt(prepared, check, timeout, resume_at).await;
+            let attempt = self.attempt(prepared, check, this_timeout, resume_at).await;
             let Attempt::Failed(failure) = attempt else {
                 return attempt;
             };
@@ -85,8 +102,28 @@ impl Session<'_> {
                 retry_in: after,
                 budget_left: budget.saturating_sub(so_far.elapsed),
             });
-            if !pause(self.migrator.shutdown.clone(), after).await {
-                return Attempt::Stopped(failure);
+            let blocker = failure.error.blocker.as_ref();
+            this_timeout = Some(timeout);
+            match self.pause_watching(prepared, after, blocker).await {
+                Paused::Over => {}
+                Paused::Stopped => return Attempt::Stopped(failure),
+                Paused::BlockerGone { left } => {
+                    let so_far = SoFar {
+                        elapsed: started.elapsed(),
+                        blocked,
+                    };
+                    let unit = self.lock_wait_unit(prepared).await;
+                    let wait = retry::early(timeout, so_far, unit);
+                    this_timeout = Some(wait);
+                    self.migrator.events.emit(EventKind::TableLockFreed {
+                        version: prepared.migration.version,
+                        name: prepared.migration.name.clone(),
+                        direction: prepared.direction,
+                        blocker: blocker.cloned(),
+                        pause_left: left,
+                        wait,
+                    });
+                }
             }
             if let Err(lost) = self.ensure_lock(Some(prepared.migration)).await {
                 return Attempt::LockLost(failure, lost);
@@ -96,6 +133,49 @@ impl Session<'_> {
                 true => 0,
                 false => failure.statement.unwrap_or(0),
             };
+        }
+    }
+
+    /// Pauses `after` before the next attempt of `prepared`, asking every [`WATCH_EVERY`]
+    /// whether `blocker` (if it was named) is done with the lock.
+    async fn pause_watching(
+        &mut self,
+        prepared: &Prepared<'_>,
+        after: Duration,
+        blocker: Option<&crate::events::Blocker>,
+    ) -> Paused {
+        let until = Instant::now() + after;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Paused::Over;
+            }
+            let nap = match blocker {
+                Some(_) => left.min(WATCH_EVERY),
+                None => left,
+            };
+            if !pause(self.migrator.shutdown.clone(), nap).await {
+                return Paused::Stopped;
+            }
+            let (Some(blocker), false) = (blocker, Instant::now() >= until) else {
+                continue;
+            };
+            let gone = match self.step_connection(prepared).await {
+                Ok(target) => target.blocker_gone(blocker).await,
+                Err(_) => None,
+            };
+            if gone == Some(true) {
+                let left = until.saturating_duration_since(Instant::now());
+                return Paused::BlockerGone { left };
+            }
+        }
+    }
+
+    /// What the table-lock timeout of `prepared`'s connection is counted in.
+    async fn lock_wait_unit(&mut self, prepared: &Prepared<'_>) -> Duration {
+        match self.step_connection(prepared).await {
+            Ok(target) => target.capabilities().lock_wait_unit,
+            Err(_) => Duration::from_secs(1),
         }
     }
 

@@ -13,7 +13,17 @@
 //!   application's queries, and a build cut short leaves an `INVALID` index behind;
 //! - the application is blocked at most one timeout at a time, and at most a quarter of the
 //!   time overall: the pause before an attempt is at least what keeps the share of time
-//!   spent waiting under a quarter once that attempt waited its whole timeout too.
+//!   spent waiting under a quarter once that attempt waited its whole timeout too;
+//! - a pause is cut short when the session that held the lock is seen to be done: the
+//!   attempt made then waits only as long as still keeps the share under a quarter, should
+//!   another session hold the lock by now.
+//!
+//! Why the pause is not simply capped near the backoff step: the pauses of a schedule that
+//! cannot see the blocker must add up to three timeouts per attempt that gave way (each
+//! blocked the application for one). After the first attempt (timeout t), a blocker that
+//! ends just after it leaves a run of t plus the pause p, blocked for t: a quarter needs
+//! p >= 3t (6 s for 2 s), while finishing within one backoff step (0.5 s) plus 1 s of the
+//! blocker's end needs p <= 1.5 s. Only watching the blocker reconciles the two.
 
 use std::time::Duration;
 
@@ -120,6 +130,25 @@ pub(crate) fn next(timeout: Duration, budget: Duration, so_far: SoFar, backoff: 
         return Next::GiveUp;
     }
     Next::Retry { after }
+}
+
+/// An attempt made before its pause is over, because the session that held the lock is
+/// done: the longest it may wait for its lock. At most `timeout`, and no longer than keeps
+/// the application blocked under a quarter of the time should it wait that long, rounded
+/// down to what the database can bound (`unit`: MySQL counts whole seconds). Zero: it may
+/// not wait at all (MariaDB `lock_wait_timeout = 0`; PostgreSQL's shortest, 1 ms).
+pub(crate) fn early(timeout: Duration, so_far: SoFar, unit: Duration) -> Duration {
+    // (blocked + w) / (elapsed + w) <= 1/4  <=>  w <= (elapsed - 4 blocked) / 3
+    let room = (so_far
+        .elapsed
+        .saturating_sub(so_far.blocked.saturating_mul(4))
+        / 3)
+    .min(timeout);
+    if unit.is_zero() {
+        return room;
+    }
+    let whole = room.as_nanos() / unit.as_nanos() * unit.as_nanos();
+    Duration::from_nanos(u64::try_from(whole).unwrap_or(u64::MAX))
 }
 
 #[cfg(test)]
@@ -251,6 +280,34 @@ mod tests {
     }
 
     #[test]
+    fn an_early_attempt_waits_only_what_keeps_the_quarter() {
+        let ms = Duration::from_millis;
+        // Blocked 2 s of 9.6 s: waiting 530 ms more is 2.53 of 10.13 s, a quarter.
+        let so_far = SoFar {
+            elapsed: ms(9_600),
+            blocked: 2 * SECOND,
+        };
+        let wait = early(2 * SECOND, so_far, ms(1));
+        assert_eq!(wait, ms(533));
+        let share = (so_far.blocked + wait).as_secs_f64() / (so_far.elapsed + wait).as_secs_f64();
+        assert!(share <= 0.25, "{share}");
+        // Whole seconds (MySQL) round down, to no wait at all.
+        assert_eq!(early(2 * SECOND, so_far, SECOND), Duration::ZERO);
+        // Never longer than the timeout, and nothing before the blocked time is paid back.
+        let long = SoFar {
+            elapsed: 3600 * SECOND,
+            blocked: 2 * SECOND,
+        };
+        assert_eq!(early(2 * SECOND, long, ms(1)), 2 * SECOND);
+        let soon = SoFar {
+            elapsed: 3 * SECOND,
+            blocked: 2 * SECOND,
+        };
+        assert_eq!(early(2 * SECOND, soon, ms(1)), Duration::ZERO);
+        assert_eq!(early(2 * SECOND, long, Duration::ZERO), 2 * SECOND);
+    }
+
+    #[test]
     fn huge_values_do_not_overflow() {
         let so_far = SoFar {
             elapsed: Duration::MAX,
@@ -260,5 +317,11 @@ mod tests {
             next(Duration::MAX, Duration::MAX, so_far, Duration::MAX),
             Next::GiveUp
         );
+        let room = SoFar {
+            elapsed: Duration::MAX,
+            blocked: Duration::ZERO,
+        };
+        early(Duration::MAX, room, Duration::from_millis(1));
+        early(Duration::MAX, room, Duration::MAX);
     }
 }

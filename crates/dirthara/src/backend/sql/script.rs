@@ -54,6 +54,25 @@ pub(crate) fn undone_when_it_fails(dialect: SqlDialect, statement: &str) -> bool
     }
 }
 
+/// Whether `statement` sets (or resets) the setting `name` for the session: `SET [SESSION |
+/// LOCAL] name ...`, `SET @@SESSION.name = ...`, `RESET name`, `RESET ALL`, or a call of
+/// PostgreSQL's `set_config('name', ...)`. A migration that does so means its own value to
+/// govern what follows.
+pub(crate) fn sets_setting(statement: &str, name: &str) -> bool {
+    let lower = statement.to_ascii_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let first = first_word(statement);
+    let names_it = words.contains(&name);
+    match first.as_str() {
+        "SET" => names_it,
+        "RESET" => names_it || words.get(1) == Some(&"all"),
+        _ => names_it && words.contains(&"set_config"),
+    }
+}
+
 /// As a script's statements run one by one: has anything committed yet?
 #[derive(Debug, Clone)]
 pub(crate) struct Progress {
@@ -212,6 +231,36 @@ mod tests {
         (error.line, error.column) = (Some(1), Some(8));
         locate_in_step(&mut error, text, &statements[2]);
         assert_eq!((error.line, error.column), (Some(3), Some(34)));
+    }
+
+    #[test]
+    fn a_migration_that_sets_its_own_lock_timeout_is_recognised() {
+        for own in [
+            "SET lock_timeout = '10s'",
+            "-- its own\nset local lock_timeout to 0",
+            "SELECT set_config('lock_timeout', '5s', false)",
+            "RESET lock_timeout",
+            "RESET ALL",
+        ] {
+            assert!(sets_setting(own, "lock_timeout"), "{own}");
+        }
+        for own in [
+            "SET SESSION lock_wait_timeout = 5",
+            "SET @@SESSION.lock_wait_timeout = DEFAULT",
+        ] {
+            assert!(sets_setting(own, "lock_wait_timeout"), "{own}");
+        }
+        for other in [
+            "SET statement_timeout = '1s'",
+            "SET SESSION innodb_lock_wait_timeout = 5",
+            "ALTER TABLE lock_timeout ADD c INT",
+            "SELECT current_setting('lock_timeout')",
+        ] {
+            assert!(
+                !sets_setting(other, "lock_timeout") && !sets_setting(other, "lock_wait_timeout"),
+                "{other}"
+            );
+        }
     }
 
     #[test]

@@ -105,20 +105,53 @@ impl<D: SqlDriver> SqlBackend<D> {
         sending: Sending,
     ) -> Result<(), StepFailure> {
         self.begin_step(wrapped).await?;
-        // For the session: what the step's statements wait for, until the next step sets its
-        // own (or the session is reset before it).
-        if let Some(sql) = self.driver.lock_timeout_sql(sending.lock_timeout, false) {
-            let refused = |error| StepFailure {
-                nothing_changed: true,
-                ..failed(error)
-            };
-            self.driver.execute(&sql).await.map_err(refused)?;
-        }
-        let mut progress = Progress::new(self.driver.dialect().sql_dialect(), wrapped);
         // The statements an earlier attempt ran (and committed) are not sent again.
         let skipped = sending.resume_at.min(statements.len());
+        // A migration that sets the timeout itself wins from that statement on — also when
+        // an attempt resumes after it: the session still has the migration's value.
+        let setting = self.driver.lock_timeout_setting();
+        let sets_own = |statement: &Statement<'_>| {
+            setting.is_some_and(|name| script::sets_setting(statement.text, name))
+        };
+        let mut own_timeout = statements[..skipped].iter().any(sets_own);
+        let in_each_message =
+            sending.lock_timeout.is_some() && self.driver.lock_timeout_in_each_message();
+        if !in_each_message && !own_timeout {
+            // For the session: what the step's statements wait for, until the next step sets
+            // its own.
+            if let Some(sql) = self.driver.lock_timeout_sql(sending.lock_timeout, false) {
+                let refused = |error| StepFailure {
+                    nothing_changed: true,
+                    ..failed(error)
+                };
+                self.driver.execute(&sql).await.map_err(refused)?;
+            }
+        }
+        let mut progress = Progress::new(self.driver.dialect().sql_dialect(), wrapped);
         for (index, statement) in statements.iter().enumerate().skip(skipped) {
-            let sent = self.driver.execute(statement.text).await;
+            let mut head = String::new();
+            if in_each_message && !own_timeout {
+                if let Some(sql) = self.driver.lock_timeout_sql(sending.lock_timeout, true) {
+                    head = format!("{sql};\n");
+                }
+            }
+            own_timeout |= sets_own(statement);
+            let mut sent = match head.is_empty() {
+                true => self.driver.execute(statement.text).await,
+                false => {
+                    self.driver
+                        .execute(&format!("{head}{}", statement.text))
+                        .await
+                }
+            };
+            if matches!(&sent, Err(e) if !head.is_empty() && self.driver.refused_in_a_transaction_block(e))
+            {
+                // `VACUUM`, `CREATE DATABASE`...: a statement that may not share a message
+                // (an implicit transaction) with its `SET LOCAL` runs without the timeout, as
+                // a `CONCURRENTLY` build does. The refused message ran nothing.
+                head.clear();
+                sent = self.driver.execute(statement.text).await;
+            }
             if let Err(error) = &sent {
                 if self.driver.ended_inside_a_statement(error) && index + 1 < statements.len() {
                     // The tokenizer ended this statement where the database reads on: send
@@ -138,7 +171,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             if let Err(error) = sent {
                 // PostgreSQL's position is into the statement sent; MySQL says the line of a
                 // syntax error in its message; else the error is where the statement starts.
-                let error = database_error(error, Some((statement.text, 0)));
+                let error = database_error(error, Some((statement.text, head.chars().count())));
                 let mut failure = StepFailure::new(error);
                 if failure.error.line.is_none() {
                     self.driver

@@ -199,3 +199,53 @@ async fn the_migration_lock_is_confirmed_before_every_attempt() {
     assert_eq!(applied_versions(&db), vec![1]);
     assert!(!db.lock().unwrap().tables.contains("users_col"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_ends_once_the_session_holding_the_lock_is_done() {
+    let db = db();
+    blocked(&db, 2);
+    db.lock().unwrap().blocker_named = true;
+    let (recorded, sink) = recording();
+    migrator(&db, waiting())
+        .with_events(sink)
+        .migrate()
+        .await
+        .unwrap();
+    let retried = retries(&recorded);
+    let events = recorded.lock().unwrap().clone();
+    let freed: Vec<(Duration, Duration)> = (events.iter())
+        .filter_map(|e| match &e.kind {
+            EventKind::TableLockFreed {
+                pause_left,
+                wait,
+                blocker,
+                ..
+            } => {
+                assert_eq!(blocker.as_ref().and_then(|b| b.session_id), Some(4127));
+                Some((*pause_left, *wait))
+            }
+            _ => None,
+        })
+        .collect();
+    // Still held after the first attempt; done after the second: the second pause (at least
+    // three timeouts) is cut short at the first look.
+    assert_eq!(retried.len(), 2, "{events:?}");
+    assert_eq!(freed.len(), 1, "{events:?}");
+    let (pause_left, wait) = freed[0];
+    assert!(
+        pause_left >= retried[1].1 - Duration::from_millis(250),
+        "{freed:?}"
+    );
+    // Blocked 4 s of 16.2 s: the early attempt may wait (16.2 - 16) / 3 s at most, so that
+    // the application stays blocked under a quarter of the time should it wait that long.
+    assert!(wait <= Duration::from_millis(67), "{freed:?}");
+    let timeouts = db.lock().unwrap().lock_timeouts.clone();
+    assert_eq!(timeouts.len(), 5, "{timeouts:?}");
+    assert_eq!(timeouts[3], Some(wait), "the early attempt runs with it");
+    assert_eq!(
+        timeouts[4],
+        Some(Duration::from_secs(2)),
+        "the next step has its own"
+    );
+    assert!(db.lock().unwrap().tables.contains("users_col"));
+}
