@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 
-use super::sql::{Dialect, SqlBackend, SqlDriver};
+use super::sql::{Dialect, Sibling, SqlBackend, SqlDriver};
 use super::{
     connect_failure, database_message, servers, Backend, Capabilities, ConnectFailure,
     ConnectRequest,
@@ -179,32 +179,41 @@ impl SqlDriver for MySqlDriver {
         self.conn.execute(sql).await.map(|r| r.rows_affected())
     }
 
-    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
-        let mut conn = self.options.connect().await?;
-        if let Some(init_sql) = &self.init_sql {
-            conn.execute(init_sql.as_str()).await?;
-        }
-        // Explicitly in the history's database, even if `init_sql` switched to another.
-        conn.execute(format!("USE {}", Dialect::Mysql.ident(&self.database)).as_str())
-            .await?;
-        let id: i64 = conn
-            .fetch_one("SELECT CAST(CONNECTION_ID() AS SIGNED)")
-            .await?
-            .try_get(0)?;
-        Ok(Box::new(MySqlDriver {
-            conn,
-            options: self.options.clone(),
-            connection: self.connection.clone(),
-            database: self.database.clone(),
-            key_literal: self.key_literal.clone(),
-            init_sql: self.init_sql.clone(),
-            id,
-            waiting: false,
-            granted: false,
-            lock_support: self.lock_support,
-            lock_wait_timeout: (self.lock_wait_timeout.0, UNKNOWN),
-            metadata_lock_info: None,
-        }))
+    fn open_sibling(&self) -> Sibling {
+        let options = self.options.clone();
+        let connection = self.connection.clone();
+        let database = self.database.clone();
+        let key_literal = self.key_literal.clone();
+        let init_sql = self.init_sql.clone();
+        let lock_support = self.lock_support;
+        let lock_wait_timeout = self.lock_wait_timeout.0;
+        Box::pin(async move {
+            let mut conn = options.connect().await?;
+            if let Some(init_sql) = &init_sql {
+                conn.execute(init_sql.as_str()).await?;
+            }
+            // Explicitly in the history's database, even if `init_sql` switched to another.
+            conn.execute(format!("USE {}", Dialect::Mysql.ident(&database)).as_str())
+                .await?;
+            let id: i64 = conn
+                .fetch_one("SELECT CAST(CONNECTION_ID() AS SIGNED)")
+                .await?
+                .try_get(0)?;
+            Ok(Box::new(MySqlDriver {
+                conn,
+                options,
+                connection,
+                database,
+                key_literal,
+                init_sql,
+                id,
+                waiting: false,
+                granted: false,
+                lock_support,
+                lock_wait_timeout: (lock_wait_timeout, UNKNOWN),
+                metadata_lock_info: None,
+            }) as Box<dyn SqlDriver>)
+        })
     }
 
     fn schema(&self) -> Option<&str> {

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 
-use super::sql::{text_rows, Atomic, Dialect, RecordFn, SqlBackend, SqlDriver};
+use super::sql::{text_rows, Atomic, Dialect, RecordFn, Sibling, SqlBackend, SqlDriver};
 use super::{
     connect_failure, database_error, database_message, servers, session_label, Backend,
     Capabilities, ConnectFailure, ConnectRequest, StepFailure,
@@ -87,6 +87,18 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         session_check: None,
     };
     Ok(Box::new(SqlBackend::new(driver, request)))
+}
+
+/// What a second connection takes over from the first ([`SqlDriver::open_sibling`]).
+struct PgSiblingParts {
+    url: String,
+    connection: String,
+    schema: String,
+    lock_key: i64,
+    database_oid: i64,
+    direct: bool,
+    lock_support: LockSupport,
+    setup: String,
 }
 
 /// The `search_path` of a session that works in one schema (a fleet's target).
@@ -318,16 +330,9 @@ impl SqlDriver for PgDriver {
         self.conn.execute(sql).await.map(|r| r.rows_affected())
     }
 
-    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
-        // The setup already ran once on this connection, so it succeeds again unless the
-        // server changed in between; then its error is the sibling's.
-        let mut conn = self.options.connect().await?;
-        if !self.setup.is_empty() {
-            conn.execute(self.setup.as_str()).await?;
-        }
-        Ok(Box::new(PgDriver {
-            conn,
-            options: self.options.clone(),
+    fn open_sibling(&self) -> Sibling {
+        let options = self.options.clone();
+        let mut sibling = PgSiblingParts {
             url: self.url.clone(),
             connection: self.connection.clone(),
             schema: self.schema.clone(),
@@ -335,12 +340,32 @@ impl SqlDriver for PgDriver {
             database_oid: self.database_oid,
             direct: self.direct,
             lock_support: self.lock_support,
-            listener: None,
-            listener_failed: false,
             setup: self.setup.clone(),
-            session_used: false,
-            session_check: None,
-        }))
+        };
+        Box::pin(async move {
+            // The setup already ran once on this connection, so it succeeds again unless the
+            // server changed in between; then its error is the sibling's.
+            let mut conn = options.connect().await?;
+            if !sibling.setup.is_empty() {
+                conn.execute(sibling.setup.as_str()).await?;
+            }
+            Ok(Box::new(PgDriver {
+                conn,
+                options,
+                url: std::mem::take(&mut sibling.url),
+                connection: std::mem::take(&mut sibling.connection),
+                schema: std::mem::take(&mut sibling.schema),
+                lock_key: sibling.lock_key,
+                database_oid: sibling.database_oid,
+                direct: sibling.direct,
+                lock_support: sibling.lock_support,
+                listener: None,
+                listener_failed: false,
+                setup: sibling.setup,
+                session_used: false,
+                session_check: None,
+            }) as Box<dyn SqlDriver>)
+        })
     }
 
     async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error> {

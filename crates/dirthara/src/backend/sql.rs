@@ -74,8 +74,10 @@ pub(crate) trait SqlDriver: Send {
         None
     }
 
-    /// A second connection to the same database with the same settings (the lease store's).
-    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error>;
+    /// A second connection to the same database with the same settings (the lease store's,
+    /// the table-lock observer's). The future borrows nothing, so it can be made before a
+    /// step runs and opened only if the step comes to need it.
+    fn open_sibling(&self) -> Sibling;
 
     /// See [`Backend::reopen`]: the session made what a new connection for `request` would
     /// be, when this driver can; the history's names are then taken from [`SqlDriver::schema`]
@@ -216,6 +218,11 @@ pub(crate) trait SqlDriver: Send {
 
     async fn close(self: Box<Self>);
 }
+
+/// A second connection being opened ([`SqlDriver::open_sibling`]).
+pub(crate) type Sibling = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Box<dyn SqlDriver>, sqlx::Error>> + Send>,
+>;
 
 /// A [`Backend`] for any SQL database, given its driver.
 pub(crate) struct SqlBackend<D> {

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection, Either, Executor};
 
-use super::sql::{text_rows, Dialect, SqlBackend, SqlDriver};
+use super::sql::{text_rows, Dialect, Sibling, SqlBackend, SqlDriver};
 use super::{connect_failure, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
 use crate::lock::LockSupport;
 use crate::source::sql::{split_statements, SqlDialect, Statement};
@@ -197,24 +197,24 @@ impl SqlDriver for SqliteDriver {
         self.failed_line
     }
 
-    async fn open_sibling(&self) -> Result<Box<dyn SqlDriver>, sqlx::Error> {
+    fn open_sibling(&self) -> Sibling {
         // The sibling holds the lease: when another process is writing, an acquire attempt
         // should report "held" at once (SQLITE_BUSY), not wait out the 5 s busy timeout.
-        let mut conn = self
-            .options
-            .clone()
-            .busy_timeout(Duration::from_millis(200))
-            .connect()
-            .await?;
-        if let Some(init_sql) = &self.init_sql {
-            conn.execute(init_sql.as_str()).await?;
-        }
-        Ok(Box::new(SqliteDriver {
-            conn,
-            options: self.options.clone(),
-            init_sql: self.init_sql.clone(),
-            failed_line: None,
-        }))
+        let options = self.options.clone();
+        let init_sql = self.init_sql.clone();
+        Box::pin(async move {
+            let busy = options.clone().busy_timeout(Duration::from_millis(200));
+            let mut conn = busy.connect().await?;
+            if let Some(init_sql) = &init_sql {
+                conn.execute(init_sql.as_str()).await?;
+            }
+            Ok(Box::new(SqliteDriver {
+                conn,
+                options,
+                init_sql,
+                failed_line: None,
+            }) as Box<dyn SqlDriver>)
+        })
     }
 
     fn schema(&self) -> Option<&str> {

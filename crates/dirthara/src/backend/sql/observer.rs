@@ -1,7 +1,9 @@
 //! A step with a table-lock timeout, watched from a connection of our own: while a statement
 //! waits for its table lock, the observer asks who holds it (afterwards the wait is over and
 //! the database can no longer say); while the engine pauses before the next attempt, it asks
-//! whether that session is done. Opened the first time a step has a timeout.
+//! whether that session is done. Opened the first time a statement has waited for its lock
+//! long enough to be asked about, and kept: a step that is merely quick never opens it, so a
+//! run (or a fleet's job) uses one connection, and two only while something blocks it.
 
 use std::time::Duration;
 
@@ -17,10 +19,8 @@ impl<D: SqlDriver> SqlBackend<D> {
         step: Step<'_>,
         timeout: Duration,
     ) -> Result<(), StepFailure> {
-        if self.observer.is_none() {
-            // Without it the step still runs; only the blocker goes unnamed.
-            self.observer = self.driver.open_sibling().await.ok();
-        }
+        // Made now, while `self` is free; opened only if the step waits long enough.
+        let opening = self.observer.is_none().then(|| self.driver.open_sibling());
         let mut observer = self.observer.take();
         let identity = self.driver.session_identity();
         // Asked once the statement has waited most of its timeout: a step that is merely
@@ -32,7 +32,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             tokio::pin!(running);
             tokio::select! {
                 result = &mut running => result,
-                found = watch(observer.as_deref_mut(), &identity, delay) => {
+                found = watch(&mut observer, opening, &identity, delay) => {
                     seen = found;
                     running.await
                 }
@@ -56,12 +56,18 @@ impl<D: SqlDriver> SqlBackend<D> {
     }
 }
 
-/// After `delay`, asks `observer` who blocks the session `identity`.
+/// After `delay`, asks `observer` (opened now if need be, from `opening`) who blocks the
+/// session `identity`. Without an observer the step still runs; only the blocker goes
+/// unnamed.
 async fn watch(
-    observer: Option<&mut (dyn SqlDriver + 'static)>,
+    observer: &mut Option<Box<dyn SqlDriver>>,
+    opening: Option<super::Sibling>,
     identity: &str,
     delay: Duration,
 ) -> Option<(Option<String>, Blocker)> {
     tokio::time::sleep(delay).await;
-    observer?.who_blocks(identity).await
+    if let Some(opening) = opening.filter(|_| observer.is_none()) {
+        *observer = opening.await.ok();
+    }
+    observer.as_mut()?.who_blocks(identity).await
 }
