@@ -834,3 +834,34 @@ async fn a_connection_kept_for_the_next_target_carries_nothing_over() {
             .collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn wait_needs_only_the_right_to_read_the_history() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::tables(2);
+    let run = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
+    assert!(run.status.success(), "{:?}", text(&run));
+    let role = format!("{}_reader", db.name);
+    db.execute(&format!(
+        "CREATE ROLE {role} LOGIN; REVOKE ALL ON SCHEMA public FROM {role}; \
+         GRANT SELECT ON dirthara_migrations, dirthara_migrations_meta TO {role}"
+    ))
+    .await;
+    let reader = db.url.replacen("postgres@", &format!("{role}@"), 1);
+    let waited = dirthara(&reader, m.path(), &["wait", "--timeout", "10s"])
+        .output()
+        .unwrap();
+    let created = db
+        .strings("SELECT count(*)::text FROM pg_class WHERE relname LIKE 'dirthara%lock%'")
+        .await;
+    db.execute(&format!(
+        "REVOKE ALL ON dirthara_migrations, dirthara_migrations_meta FROM {role}"
+    ))
+    .await;
+    let mut admin = PgConnection::connect(&db.url).await.unwrap();
+    let _ = admin.execute(format!("DROP ROLE {role}").as_str()).await;
+    assert!(waited.status.success(), "{:?}", text(&waited));
+    assert_eq!(created, ["0"], "wait created nothing");
+}
