@@ -812,9 +812,13 @@ async fn a_connection_kept_for_the_next_target_carries_nothing_over() {
             .unwrap()
     };
     let before = sessions().await;
-    let run = fleet(&db, &m, &["--schemas", "tenant_*", "--jobs", "1", "migrate"])
-        .output()
-        .unwrap();
+    let run = fleet(
+        &db,
+        &m,
+        &["--schemas", "tenant_*", "--jobs", "1", "migrate"],
+    )
+    .output()
+    .unwrap();
     assert!(run.status.success(), "{:?}", text(&run));
     // The targets one after the other on one session (and its second, which names a
     // blocker), not two each; one more lists them, and one reads the count.
@@ -825,6 +829,8 @@ async fn a_connection_kept_for_the_next_target_carries_nothing_over() {
         .await;
     assert_eq!(
         leaks,
-        (1..=6).map(|i| format!("tenant_{i}: , 0")).collect::<Vec<_>>()
+        (1..=6)
+            .map(|i| format!("tenant_{i}: , 0"))
+            .collect::<Vec<_>>()
     );
 }
