@@ -11,7 +11,7 @@ use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{LockHost, LockSupport, SessionLockSupport};
-use crate::migration::Direction;
+use crate::migration::{Direction, ParsedStep};
 
 #[cfg(test)]
 pub(crate) mod memory;
@@ -19,6 +19,8 @@ pub(crate) mod memory;
 mod mongo;
 #[cfg(feature = "mongodb")]
 pub(crate) use mongo::parse_commands;
+#[cfg(all(test, feature = "mongodb"))]
+pub(crate) use mongo::CommandDocuments;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -303,7 +305,14 @@ pub(crate) struct Step<'a> {
 /// What a step runs: text in the database's language, or a Rust migration's code.
 #[derive(Clone, Copy)]
 pub(crate) enum StepBody<'a> {
-    Text(&'a str),
+    /// The step's text, and what loading parsed it into for this database where sending it
+    /// takes more than the tokenizer's split (a MySQL `DELIMITER` script's statements, a JSON
+    /// command file's documents): the backend sends that, and does not parse the text again.
+    Text(
+        // Only a SQL backend sends the text itself; MongoDB sends what loading parsed.
+        #[cfg_attr(not(any(sql, test)), allow(dead_code))] &'a str,
+        &'a ParsedStep,
+    ),
     Code(&'a dyn RustMigration, Direction),
 }
 

@@ -244,7 +244,7 @@ impl Backend for MemoryBackend {
 
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
         let text = match step.body {
-            StepBody::Text(text) => text,
+            StepBody::Text(text, _) => text,
             StepBody::Code(..) => {
                 return Err(StepFailure::refused(
                     "memory connections cannot run Rust migrations",

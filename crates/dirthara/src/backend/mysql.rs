@@ -307,15 +307,6 @@ impl SqlDriver for MySqlDriver {
         Some((text_column(&row, 6).ok().flatten(), blocker))
     }
 
-    /// A script written for the mysql client (`DELIMITER $$ ... $$`), split as that client
-    /// splits it.
-    fn client_statements<'t>(&self, text: &'t str) -> Option<Vec<sql::Statement<'t>>> {
-        if !sql::has_client_delimiter(text) {
-            return None;
-        }
-        sql::mysql_client_statements(text).ok()
-    }
-
     /// MySQL says where a syntax error is as `... at line N` of the statement that failed;
     /// that line is known in the file when `statement` is one statement.
     fn locate(&self, error: &mut DatabaseError, statement: &str, first_line: usize) {
