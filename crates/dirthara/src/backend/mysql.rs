@@ -158,6 +158,15 @@ fn text_column(row: &sqlx::mysql::MySqlRow, index: usize) -> Result<Option<Strin
     }
 }
 
+/// How long a session has been in its state, as the process list's `TIME` says it: in whole
+/// seconds, so a 0 is anything under one.
+fn server_seconds(seconds: u64) -> String {
+    match seconds {
+        0 => "under 1 s".to_string(),
+        seconds => crate::format_duration(Duration::from_secs(seconds)),
+    }
+}
+
 #[async_trait]
 impl SqlDriver for MySqlDriver {
     fn dialect(&self) -> Dialect {
@@ -297,7 +306,7 @@ impl SqlDriver for MySqlDriver {
                 .ok()
                 .flatten()
                 .map(|command| match seconds(4) {
-                    Some(time) => format!("{command} for {}s", time.as_secs()),
+                    Some(time) => format!("{command} for {}", server_seconds(time.as_secs())),
                     None => command,
                 }),
             transaction_age: if likely { seconds(7) } else { None },
@@ -411,13 +420,14 @@ impl SessionLock for MySqlDriver {
             let info = text_column(&row, 2).ok().flatten();
             // MySQL has no session name others can read (sqlx cannot send connection
             // attributes), so the holder is named by connection id, address and activity.
+            let time = server_seconds(seconds.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
             holder.activity = Some(match info {
                 Some(statement) => {
                     let mut statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
                     crate::text::truncate_at_char_boundary(&mut statement, 48);
-                    format!("busy with `{statement}` for {}s", seconds.unwrap_or(0))
+                    format!("busy with `{statement}` for {time}")
                 }
-                None => format!("idle for {}s", seconds.unwrap_or(0)),
+                None => format!("idle for {time}"),
             });
         }
         Ok(Some(holder))
@@ -439,5 +449,15 @@ impl SessionLock for MySqlDriver {
                 .as_deref()
                 .unwrap_or("an unknown host")
         )])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_process_lists_whole_seconds_are_said_as_every_duration_is() {
+        assert_eq!(super::server_seconds(0), "under 1 s");
+        assert_eq!(super::server_seconds(3), "3 s");
+        assert_eq!(super::server_seconds(125), "2 min 5 s");
     }
 }
