@@ -121,6 +121,19 @@ impl BackendKind {
         }
     }
 
+    /// How the SQL tokenizer reads the database's migrations (where statements end, what
+    /// controls a transaction, MySQL's client `DELIMITER` lines); `None` for one that does not
+    /// take SQL.
+    pub(crate) fn sql_dialect(self) -> Option<crate::source::sql::SqlDialect> {
+        use crate::source::sql::SqlDialect;
+        match self {
+            BackendKind::Postgres => Some(SqlDialect::Postgres),
+            BackendKind::Mysql => Some(SqlDialect::MySql),
+            BackendKind::Sqlite => Some(SqlDialect::Sqlite),
+            _ => None,
+        }
+    }
+
     /// Reached over the network, as opposed to a file (SQLite): connecting creates nothing.
     pub(crate) fn is_server(self) -> bool {
         matches!(

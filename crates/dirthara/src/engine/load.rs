@@ -97,15 +97,13 @@ impl Migrator {
         migrations: &mut [Migration],
         kinds: &BTreeMap<&str, BackendKind>,
     ) -> Result<()> {
-        use crate::source::sql::{self as tokens, SqlDialect};
+        use crate::source::sql as tokens;
         let mut problems = Vec::new();
         for migration in migrations.iter_mut() {
             problems.extend(check_table_lock_timeouts(migration));
             let kind = kinds.get(migration.connection.as_str()).copied();
-            let dialect = match (migration.format, kind) {
-                (StepFormat::Sql, Some(BackendKind::Postgres)) => SqlDialect::Postgres,
-                (StepFormat::Sql, Some(BackendKind::Mysql)) => SqlDialect::MySql,
-                (StepFormat::Sql, Some(BackendKind::Sqlite)) => SqlDialect::Sqlite,
+            let dialect = match (migration.format, kind.and_then(BackendKind::sql_dialect)) {
+                (StepFormat::Sql, Some(dialect)) => dialect,
                 (StepFormat::MongoCommands, _) => {
                     if let Some(down) = &mut migration.down {
                         down.is_blank = crate::source::is_blank_commands(&down.text);
