@@ -187,6 +187,9 @@ pub(crate) struct Capabilities {
     /// behind it, so a step's statements give way after `table_lock_timeout` (PostgreSQL,
     /// MySQL/MariaDB; not SQLite, whose writers wait on the whole file, nor MongoDB).
     pub table_locks: bool,
+    /// How the SQL tokenizer reads the database's steps (where statements end); `None` for
+    /// a database that does not take SQL.
+    pub sql_dialect: Option<crate::source::sql::SqlDialect>,
 }
 
 /// A connection to one named database, as the engine uses it. The history table (and the

@@ -193,6 +193,11 @@ impl Backend for MemoryBackend {
             transactional_ddl: !db.non_transactional,
             folds_records: db.folds_records,
             table_locks: db.table_locks,
+            // Read as the SQL database it stands in for: one with transactional DDL, or not.
+            sql_dialect: Some(match db.non_transactional {
+                false => crate::source::sql::SqlDialect::Postgres,
+                true => crate::source::sql::SqlDialect::MySql,
+            }),
         })
     }
 

@@ -185,6 +185,7 @@ impl Backend for MongoBackend {
             transactional_ddl: true,
             folds_records: false,
             table_locks: false,
+            sql_dialect: None,
         }
     }
 

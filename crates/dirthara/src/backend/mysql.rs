@@ -225,6 +225,7 @@ impl SqlDriver for MySqlDriver {
             transactional_ddl: false,
             folds_records: true,
             table_locks: true,
+            sql_dialect: Some(sql::SqlDialect::MySql),
         }
     }
 

@@ -490,6 +490,7 @@ impl SqlDriver for PgDriver {
             transactional_ddl: true,
             folds_records: false,
             table_locks: true,
+            sql_dialect: Some(crate::source::sql::SqlDialect::Postgres),
         }
     }
 

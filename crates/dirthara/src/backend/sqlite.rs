@@ -227,6 +227,7 @@ impl SqlDriver for SqliteDriver {
             transactional_ddl: true,
             folds_records: false,
             table_locks: false,
+            sql_dialect: Some(crate::source::sql::SqlDialect::Sqlite),
         }
     }
 
