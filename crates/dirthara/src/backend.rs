@@ -17,8 +17,6 @@ use crate::migration::{Direction, ParsedStep};
 pub(crate) mod memory;
 #[cfg(feature = "mongodb")]
 mod mongo;
-#[cfg(feature = "mongodb")]
-pub(crate) use mongo::parse_commands;
 #[cfg(all(test, feature = "mongodb"))]
 pub(crate) use mongo::CommandDocuments;
 #[cfg(feature = "mysql")]
@@ -42,6 +40,19 @@ pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 pub(crate) use history_tables::Prepared;
 pub(crate) use reuse::ReusingConnector;
+
+/// A JSON command step as MongoDB will run it, parsed once, at load ([`StepBody::Text`]);
+/// `Err` why it does not parse. Without the MongoDB driver nothing is parsed: no JSON
+/// migration can run, and connecting says so.
+pub(crate) fn parse_commands(text: &str) -> std::result::Result<ParsedStep, String> {
+    #[cfg(feature = "mongodb")]
+    return mongo::parse_commands(text);
+    #[cfg(not(feature = "mongodb"))]
+    {
+        let _ = text;
+        Ok(ParsedStep::default())
+    }
+}
 
 /// The kind of database a URL points at: which driver opens it, and what it can promise
 /// before a connection exists (its lock support, the language of its migrations). Once

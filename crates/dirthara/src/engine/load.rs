@@ -210,7 +210,6 @@ impl Migrator {
 /// Extended JSON v2 by the parser the backend runs, so an invalid `$oid` or `$date` in
 /// migration 2 is refused with the other bad files, before migration 1 is applied. The
 /// documents are kept with the migration: the backend sends them without parsing again.
-#[cfg(feature = "mongodb")]
 fn parse_commands(migration: &mut Migration) -> Vec<crate::error::Problem> {
     let down = (migration.down.as_ref())
         .filter(|down| !down.is_blank)
@@ -231,12 +230,6 @@ fn parse_commands(migration: &mut Migration) -> Vec<crate::error::Problem> {
         }
     }
     problems
-}
-
-/// Without the MongoDB driver no JSON migration can run: connecting says so.
-#[cfg(not(feature = "mongodb"))]
-fn parse_commands(_: &mut Migration) -> Vec<crate::error::Problem> {
-    Vec::new()
 }
 
 /// Each step's `-- dirthara:table-lock-timeout` read by the one parser of
