@@ -13,8 +13,9 @@ use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
 use crate::error::{CliError, IoAction, NotConfirmed};
 use crate::exit::{Failure, Signal};
 use crate::render::Renderer;
-use crate::scaffold::{create_migration, Template};
+use crate::scaffold::create_migration;
 use crate::settings::{build_config, new_migration_dir};
+use dirthara_source::scaffold::Template;
 
 pub async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure> {
     let signal = Arc::new(AtomicU8::new(0));

@@ -10,7 +10,11 @@ use crate::migration::StepFormat;
 use crate::names::{check_name, format_of, parse_plain, parse_version, Role};
 
 /// A directory's file layout.
+///
+/// Non-exhaustive: another tool's layout may be added. Name one with [`Layout::parse`] (the
+/// names `format` takes in `dirthara.toml`) or a variant, and match with a wildcard arm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Layout {
     /// `<version>_<name>.up.sql` + `.down.sql`, or `<version>_<name>.sql`: dirthara, sqlx,
     /// golang-migrate.

@@ -1,7 +1,8 @@
 //! The migration file formats of [dirthara](https://docs.rs/dirthara), with no database
 //! and no async: what a migration is ([`migration`]) and how files become migrations
 //! ([`files`]) — names, header directives, JSON command documents, checksums, and every
-//! refusal of bad input — plus the SQL tokenizer the engine runs files with ([`sql`]).
+//! refusal of bad input — plus the SQL tokenizer the engine runs files with ([`sql`]), and
+//! the files `dirthara new` writes in each layout ([`scaffold`]).
 //!
 //! It is its own crate so that `dirthara` (at run time) and `embed_migrations!` (at compile
 //! time) apply exactly the same rules.
@@ -12,6 +13,7 @@ pub mod files;
 mod layout;
 pub mod migration;
 mod names;
+pub mod scaffold;
 pub mod sql;
 
 use std::fmt;

@@ -1,6 +1,8 @@
 //! What a migration is: version, name, steps, checksum, and where it runs.
 
+use std::any::Any;
 use std::fmt;
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
@@ -134,6 +136,54 @@ pub struct Migration {
     /// The layout its files are in, so that advice about them (the file that would reverse
     /// it, where its statements go) speaks that layout; `None` for a migration built in code.
     pub layout: Option<DirectoryLayout>,
+    /// What the runner parsed each step into at load, for its database ([`ParsedStep`]).
+    pub(crate) parsed: ParsedSteps,
+}
+
+/// What the runner made of a step's text for the database it runs on, where sending it takes
+/// more than the SQL tokenizer's split (a MySQL `DELIMITER` script's statements, a JSON
+/// command file's documents): made once, when the migrations are loaded and checked, and
+/// kept with the migration, so that running the step (on every target of a fleet) does not
+/// parse it again. Opaque here: its type is the runner's. Shared between clones.
+#[derive(Clone, Default)]
+pub struct ParsedStep(Option<Arc<dyn Any + Send + Sync>>);
+
+impl ParsedStep {
+    /// `parsed`, kept for the step.
+    pub fn new<T: Any + Send + Sync>(parsed: T) -> Self {
+        ParsedStep(Some(Arc::new(parsed)))
+    }
+
+    /// The parsed form, if the step has one of type `T`.
+    pub fn get<T: Any>(&self) -> Option<&T> {
+        self.0.as_deref()?.downcast_ref()
+    }
+}
+
+/// A function of the step's text and its database, which `Migration`'s equality already
+/// compares: it never makes two migrations unequal.
+impl PartialEq for ParsedStep {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ParsedStep {}
+
+impl fmt::Debug for ParsedStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.0 {
+            Some(_) => "ParsedStep(..)",
+            None => "ParsedStep(None)",
+        })
+    }
+}
+
+/// The parsed form of each step of a migration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct ParsedSteps {
+    up: ParsedStep,
+    down: ParsedStep,
 }
 
 /// Whether a loading run reads the down steps.
@@ -215,6 +265,7 @@ impl Migration {
             format: StepFormat::Sql,
             own_transaction: None,
             layout: None,
+            parsed: ParsedSteps::default(),
         }
     }
 
@@ -249,6 +300,7 @@ impl Migration {
             format,
             own_transaction: None,
             layout: None,
+            parsed: ParsedSteps::default(),
         }
     }
 
@@ -320,6 +372,24 @@ impl Migration {
             step.table_lock_timeout = down.map(str::to_string);
         }
         self
+    }
+
+    /// What the runner parsed the `direction` step into when it loaded the migration; empty
+    /// before, and for a step its database takes as the tokenizer splits it.
+    pub fn parsed_in(&self, direction: Direction) -> &ParsedStep {
+        match direction {
+            Direction::Up => &self.parsed.up,
+            Direction::Down => &self.parsed.down,
+        }
+    }
+
+    /// Keeps what the runner parsed the `direction` step into, as it loads the migration.
+    #[doc(hidden)]
+    pub fn set_parsed(&mut self, direction: Direction, parsed: ParsedStep) {
+        match direction {
+            Direction::Up => self.parsed.up = parsed,
+            Direction::Down => self.parsed.down = parsed,
+        }
     }
 
     /// How the `direction` step controls its own transaction, if it does.

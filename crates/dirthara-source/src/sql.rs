@@ -103,6 +103,67 @@ pub fn mysql_client_statements(sql: &str) -> Result<Vec<Statement<'_>>, String> 
     }
 }
 
+/// A script written for the mysql client (`DELIMITER $$ ... $$`), split as that client
+/// splits it ([`mysql_client_statements`]), each statement owned: what the runner parses
+/// such a step into once, as it loads it, and sends statement by statement.
+///
+/// ```
+/// use dirthara_source::sql::ClientScript;
+/// let sql = "DELIMITER $$\nCREATE PROCEDURE p() BEGIN SELECT 1; END$$\nDELIMITER ;\nCALL p();";
+/// let script = ClientScript::parse(sql).unwrap().expect("a client script");
+/// let texts: Vec<_> = script.statements().into_iter().map(|s| (s.text, s.line)).collect();
+/// assert_eq!(texts, [("CREATE PROCEDURE p() BEGIN SELECT 1; END", 2), ("CALL p()", 4)]);
+/// assert_eq!(ClientScript::parse("SELECT 1; SELECT 2;"), Ok(None));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientScript {
+    statements: Vec<OwnedStatement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct OwnedStatement {
+    text: String,
+    offset: usize,
+    line: usize,
+    code_line: usize,
+}
+
+impl ClientScript {
+    /// The script's statements, in one scan of it; `Ok(None)` when it has no `DELIMITER` line
+    /// (the server takes it as the tokenizer splits it), `Err` naming the line of a malformed
+    /// one.
+    pub fn parse(sql: &str) -> Result<Option<ClientScript>, String> {
+        let scan = scan(sql, SqlDialect::MySql, true);
+        if let Some(error) = scan.error {
+            return Err(error);
+        }
+        if !scan.delimiter_lines {
+            return Ok(None);
+        }
+        let statements = (statements(sql, &scan).into_iter())
+            .map(|s| OwnedStatement {
+                text: s.text.to_string(),
+                offset: s.offset,
+                line: s.line,
+                code_line: s.code_line,
+            })
+            .collect();
+        Ok(Some(ClientScript { statements }))
+    }
+
+    /// The statements, as [`mysql_client_statements`] gives them.
+    pub fn statements(&self) -> Vec<Statement<'_>> {
+        (self.statements.iter())
+            .map(|s| Statement {
+                text: &s.text,
+                offset: s.offset,
+                line: s.line,
+                code_line: s.code_line,
+            })
+            .collect()
+    }
+}
+
 /// Whether the script sends nothing: only whitespace, comments and delimiters. An empty or
 /// comment-only down step is a deliberate "reverses nothing". MySQL `/*! ... */` is code.
 ///

@@ -11,14 +11,14 @@ use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{LockHost, LockSupport, SessionLockSupport};
-use crate::migration::Direction;
+use crate::migration::{Direction, ParsedStep};
 
 #[cfg(test)]
 pub(crate) mod memory;
 #[cfg(feature = "mongodb")]
 mod mongo;
-#[cfg(feature = "mongodb")]
-pub(crate) use mongo::parse_commands;
+#[cfg(all(test, feature = "mongodb"))]
+pub(crate) use mongo::CommandDocuments;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -40,6 +40,19 @@ pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 pub(crate) use history_tables::Prepared;
 pub(crate) use reuse::ReusingConnector;
+
+/// A JSON command step as MongoDB will run it, parsed once, at load ([`StepBody::Text`]);
+/// `Err` why it does not parse. Without the MongoDB driver nothing is parsed: no JSON
+/// migration can run, and connecting says so.
+pub(crate) fn parse_commands(text: &str) -> std::result::Result<ParsedStep, String> {
+    #[cfg(feature = "mongodb")]
+    return mongo::parse_commands(text);
+    #[cfg(not(feature = "mongodb"))]
+    {
+        let _ = text;
+        Ok(ParsedStep::default())
+    }
+}
 
 /// The kind of database a URL points at: which driver opens it, and what it can promise
 /// before a connection exists (its lock support, the language of its migrations). Once
@@ -119,6 +132,19 @@ impl BackendKind {
         }
     }
 
+    /// How the SQL tokenizer reads the database's migrations (where statements end, what
+    /// controls a transaction, MySQL's client `DELIMITER` lines); `None` for one that does not
+    /// take SQL.
+    pub(crate) fn sql_dialect(self) -> Option<crate::source::sql::SqlDialect> {
+        use crate::source::sql::SqlDialect;
+        match self {
+            BackendKind::Postgres => Some(SqlDialect::Postgres),
+            BackendKind::Mysql => Some(SqlDialect::MySql),
+            BackendKind::Sqlite => Some(SqlDialect::Sqlite),
+            _ => None,
+        }
+    }
+
     /// Reached over the network, as opposed to a file (SQLite): connecting creates nothing.
     pub(crate) fn is_server(self) -> bool {
         matches!(
@@ -175,6 +201,9 @@ pub(crate) struct Capabilities {
     /// What a table-lock timeout is counted in: a timeout the engine shortens itself is
     /// rounded down to it (MySQL's `lock_wait_timeout` counts whole seconds).
     pub lock_wait_unit: std::time::Duration,
+    /// How the SQL tokenizer reads the database's steps (where statements end); `None` for
+    /// a database that does not take SQL.
+    pub sql_dialect: Option<crate::source::sql::SqlDialect>,
 }
 
 /// A connection to one named database, as the engine uses it. The history table (and the
@@ -313,7 +342,14 @@ pub(crate) struct Step<'a> {
 /// What a step runs: text in the database's language, or a Rust migration's code.
 #[derive(Clone, Copy)]
 pub(crate) enum StepBody<'a> {
-    Text(&'a str),
+    /// The step's text, and what loading parsed it into for this database where sending it
+    /// takes more than the tokenizer's split (a MySQL `DELIMITER` script's statements, a JSON
+    /// command file's documents): the backend sends that, and does not parse the text again.
+    Text(
+        // Only a SQL backend sends the text itself; MongoDB sends what loading parsed.
+        #[cfg_attr(not(any(sql, test)), allow(dead_code))] &'a str,
+        &'a ParsedStep,
+    ),
     Code(&'a dyn RustMigration, Direction),
 }
 

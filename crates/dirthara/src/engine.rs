@@ -94,7 +94,8 @@ impl Migrator {
     ///
     /// let sink = EventSink::new(|event| {
     ///     if let EventKind::MigrationFinished { version, duration, .. } = &event.kind {
-    ///         eprintln!("{:?}: migrated {version} in {duration:?}", event.at);
+    ///         let took = dirthara::format_duration(*duration);
+    ///         eprintln!("{}: migrated {version} in {took}", dirthara::format_timestamp(event.at));
     ///     }
     /// });
     /// let migrator = dirthara::Migrator::new(dirthara::Config::with_url("sqlite:app.db"))

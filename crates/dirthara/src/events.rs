@@ -157,7 +157,10 @@ impl fmt::Display for Blocker {
             facts.push(state.clone());
         }
         if let Some(age) = self.transaction_age {
-            facts.push(format!("transaction open for {}s", age.as_secs()));
+            facts.push(format!(
+                "transaction open for {}",
+                crate::format_duration(age)
+            ));
         }
         if !facts.is_empty() {
             write!(f, " ({})", facts.join(", "))?;
@@ -622,5 +625,28 @@ impl Default for EventSink {
 impl fmt::Debug for EventSink {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("EventSink")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_blockers_transaction_age_is_said_as_every_duration_is() {
+        let blocker = Blocker {
+            session_id: Some(4127),
+            application: Some("report-job".into()),
+            client_address: None,
+            state: Some("idle in transaction".into()),
+            transaction_age: Some(Duration::from_millis(3020)),
+            query: None,
+            likely: false,
+            transaction: None,
+        };
+        assert_eq!(
+            blocker.to_string(),
+            "session 4127 (`report-job`, idle in transaction, transaction open for 3.02 s)"
+        );
     }
 }

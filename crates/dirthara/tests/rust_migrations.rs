@@ -30,7 +30,7 @@ impl RustMigration for SeedUsers {
             .execute(&mut *conn)
             .await?;
         if self.fail {
-            return Err("the backfill found bad data".into());
+            return Err(Box::new(BadData { rows: 2 }));
         }
         Ok(())
     }
@@ -42,6 +42,20 @@ impl RustMigration for SeedUsers {
         Ok(())
     }
 }
+
+/// The migration's own error type, which a caller gets back through `source()`.
+#[derive(Debug)]
+struct BadData {
+    rows: u32,
+}
+
+impl std::fmt::Display for BadData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the backfill found bad data ({} rows)", self.rows)
+    }
+}
+
+impl std::error::Error for BadData {}
 
 fn project() -> (tempfile::TempDir, Config) {
     let dir = tempfile::tempdir().unwrap();
@@ -152,6 +166,28 @@ async fn a_failing_rust_migration_rolls_back_with_its_record() {
         status.migrations[1].state,
         dirthara::MigrationState::Pending
     );
+}
+
+/// The error a Rust migration returned is kept whole, not turned into text: the run's error
+/// (`MIGRATION_FAILED`) has what the step said as its `source()`, and that has the
+/// migration's own error as its `source()`, to downcast to the type the migration returned.
+#[tokio::test]
+async fn a_rust_migrations_own_error_is_kept_as_the_errors_source() {
+    use std::error::Error as _;
+    let (_dir, config) = project();
+    let migrator = Migrator::new(config).with_rust_migration(SeedUsers {
+        revision: "1",
+        fail: true,
+    });
+    let err = migrator.migrate().await.unwrap_err();
+    assert_eq!(err.code(), Code::MigrationFailed);
+    let step = err.source().expect("what the step said");
+    assert!(step.is::<dirthara::DatabaseError>(), "{step:?}");
+    let own = step.source().expect("the migration's own error");
+    let bad = own
+        .downcast_ref::<BadData>()
+        .expect("the type the migration returned");
+    assert_eq!(bad.rows, 2);
 }
 
 #[tokio::test]

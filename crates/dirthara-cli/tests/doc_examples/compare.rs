@@ -11,6 +11,10 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+/// A duration as `dirthara::format_duration` writes it (`850 ms`, `8.01 s`, `1 min 30 s`),
+/// or Rust's Debug of one (`6.7s`).
+const SPOKEN: &str = r"\d+(\.\d+)? ?(ns|µs|ms|s|min|h)\b( \d+ (s|min)\b)?";
+
 /// (pattern, replacement): each is a value that changes between runs.
 static VOLATILE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     [
@@ -24,12 +28,14 @@ static VOLATILE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             "[DURATION] of the retry budget left",
         ),
         (r#""(duration_ms|waited_ms)": ?\d+"#, "\"$1\": [MS]"),
-        // Waits and ages: `after 6.7s`, `(waited 0s)`, `for 1s`, `expires in 1798s`, `1s ago`.
-        (r"after (waiting )?\d+(\.\d+)? ?(ms|s)\b", "after [SECS]"),
-        (r"waited \d+(\.\d+)? ?(ms|s)\b", "waited [SECS]"),
-        (r"\bfor \d+s\b", "for [SECS]"),
-        (r"expires in \d+s\b", "expires in [SECS]"),
-        (r"\b\d+s ago\b", "[SECS] ago"),
+        // Waits and ages, as `format_duration` writes them: `after 6.70 s`, `(waited 0 ms)`,
+        // `for 1 s` (`for under 1 s`: the server's whole seconds), `expires in 29 min 58 s`,
+        // `1.02 s ago`.
+        (&format!(r"after (waiting )?{SPOKEN}"), "after [SECS]"),
+        (&format!(r"waited {SPOKEN}"), "waited [SECS]"),
+        (&format!(r"\bfor (under 1 s\b|{SPOKEN})"), "for [SECS]"),
+        (&format!(r"expires in {SPOKEN}"), "expires in [SECS]"),
+        (&format!(r"\b{SPOKEN} ago\b"), "[SECS] ago"),
         (r"real\t\d+m\d+\.\d+s", "real\t[SECS]"),
         // A runner's name for itself, `dirthara <command> <host>:<pid>`.
         (
@@ -42,8 +48,6 @@ static VOLATILE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"127\.0\.0\.1:\d{5}\b", "127.0.0.1:[PORT]"),
         // Any other number of milliseconds (a step's duration as a script prints it).
         (r"\b\d+ ?ms\b", "[MS]"),
-        // A blocking transaction's age in the table-lock warning.
-        (r"transaction open for \d+s", "transaction open for [SECS]"),
     ]
     .into_iter()
     .map(|(pattern, replacement)| (Regex::new(pattern).unwrap(), replacement))

@@ -10,7 +10,8 @@ use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
 use crate::layout::{empty_up, Layout};
 use crate::migration::{
-    DownStep, DownSteps, LazyChecksum, Migration, StepFormat, StepSource, DEFAULT_CONNECTION,
+    DownStep, DownSteps, LazyChecksum, Migration, ParsedSteps, StepFormat, StepSource,
+    DEFAULT_CONNECTION,
 };
 use crate::names::Role;
 
@@ -107,6 +108,7 @@ fn build(
         name: up.name,
         own_transaction: None,
         layout: up.layout,
+        parsed: ParsedSteps::default(),
     };
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {

@@ -395,7 +395,16 @@ proptest! {
         if let Ok(parts) = mysql_client_statements(&sql) {
             check_statements(&sql, &parts);
         }
-        let _ = has_client_delimiter(&sql);
+        // A client script parsed once, at load, is what the mysql client's split gives.
+        let owned = |parts: Vec<Statement<'_>>| -> Vec<(String, usize, usize, usize)> {
+            (parts.into_iter()).map(|s| (s.text.into(), s.offset, s.line, s.code_line)).collect()
+        };
+        let script = ClientScript::parse(&sql).map(|s| s.map(|s| owned(s.statements())));
+        let expected = match has_client_delimiter(&sql) {
+            false => Ok(None),
+            true => mysql_client_statements(&sql).map(|parts| Some(owned(parts))),
+        };
+        prop_assert_eq!(script, expected);
         let chars = sql.chars().count();
         prop_assert_eq!(line_column(&sql, chars).0, 1 + sql.matches('\n').count());
     }

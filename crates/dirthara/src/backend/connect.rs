@@ -130,8 +130,8 @@ impl Connector for UrlConnector {
             if !failure.transient || elapsed >= request.connect_timeout {
                 let waited = if failure.transient && !elapsed.is_zero() {
                     format!(
-                        " (gave up after {:.1}s; raise --connect-timeout to wait longer)",
-                        elapsed.as_secs_f64()
+                        " (gave up after {}; raise --connect-timeout to wait longer)",
+                        crate::format_duration(elapsed)
                     )
                 } else {
                     String::new()

@@ -197,6 +197,11 @@ impl Backend for MemoryBackend {
             folds_records: db.folds_records,
             table_locks: db.table_locks,
             lock_wait_unit: Duration::from_millis(1),
+            // Read as the SQL database it stands in for: one with transactional DDL, or not.
+            sql_dialect: Some(match db.non_transactional {
+                false => crate::source::sql::SqlDialect::Postgres,
+                true => crate::source::sql::SqlDialect::MySql,
+            }),
         })
     }
 
@@ -248,7 +253,7 @@ impl Backend for MemoryBackend {
 
     async fn run(&mut self, step: Step<'_>) -> std::result::Result<(), StepFailure> {
         let text = match step.body {
-            StepBody::Text(text) => text,
+            StepBody::Text(text, _) => text,
             StepBody::Code(..) => {
                 return Err(StepFailure::refused(
                     "memory connections cannot run Rust migrations",

@@ -26,7 +26,8 @@ mod commands;
 mod history;
 mod lease;
 
-pub(crate) use commands::{mongo_code, mongo_message, parse as parse_commands};
+pub(crate) use commands::CommandDocuments;
+pub(crate) use commands::{mongo_code, mongo_message, parse_step as parse_commands};
 
 pub(crate) struct MongoBackend {
     client: Client,
@@ -86,7 +87,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
 
 /// What a step runs inside (or outside) its transaction.
 enum Work<'a> {
-    Commands(Vec<Document>),
+    Commands(&'a [Document]),
     Code(&'a dyn RustMigration, Direction),
 }
 
@@ -185,6 +186,7 @@ impl Backend for MongoBackend {
             folds_records: false,
             table_locks: false,
             lock_wait_unit: std::time::Duration::from_millis(1),
+            sql_dialect: None,
         }
     }
 
@@ -214,10 +216,15 @@ impl Backend for MongoBackend {
             ));
         }
         let work = match step.body {
-            StepBody::Text(text) => {
-                let (documents, _) = commands::parse(text).map_err(StepFailure::refused)?;
-                Work::Commands(documents)
-            }
+            StepBody::Text(_, parsed) => match parsed.get::<CommandDocuments>() {
+                Some(CommandDocuments(documents)) => Work::Commands(documents),
+                // Loading parses every command step it keeps: this one did not come through it.
+                None => {
+                    return Err(StepFailure::refused(
+                        "the step's commands were not parsed when the migrations were loaded",
+                    ))
+                }
+            },
             StepBody::Code(code, direction) => Work::Code(code, direction),
         };
         if !step.transactional && step.record.is_none() {

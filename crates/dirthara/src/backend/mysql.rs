@@ -169,6 +169,15 @@ fn text_column(row: &sqlx::mysql::MySqlRow, index: usize) -> Result<Option<Strin
     }
 }
 
+/// How long a session has been in its state, as the process list's `TIME` says it: in whole
+/// seconds, so a 0 is anything under one.
+pub(super) fn server_seconds(seconds: u64) -> String {
+    match seconds {
+        0 => "under 1 s".to_string(),
+        seconds => crate::format_duration(Duration::from_secs(seconds)),
+    }
+}
+
 #[async_trait]
 impl SqlDriver for MySqlDriver {
     fn dialect(&self) -> Dialect {
@@ -238,6 +247,7 @@ impl SqlDriver for MySqlDriver {
             folds_records: true,
             table_locks: true,
             lock_wait_unit: std::time::Duration::from_secs(1),
+            sql_dialect: Some(sql::SqlDialect::MySql),
         }
     }
 
@@ -293,15 +303,6 @@ impl SqlDriver for MySqlDriver {
 
     async fn blocker_gone(&mut self, blocker: &Blocker) -> Option<bool> {
         blocker::gone(&mut self.conn, blocker).await
-    }
-
-    /// A script written for the mysql client (`DELIMITER $$ ... $$`), split as that client
-    /// splits it.
-    fn client_statements<'t>(&self, text: &'t str) -> Option<Vec<sql::Statement<'t>>> {
-        if !sql::has_client_delimiter(text) {
-            return None;
-        }
-        sql::mysql_client_statements(text).ok()
     }
 
     /// MySQL says where a syntax error is as `... at line N` of the statement that failed;
@@ -408,13 +409,14 @@ impl SessionLock for MySqlDriver {
             let info = text_column(&row, 2).ok().flatten();
             // MySQL has no session name others can read (sqlx cannot send connection
             // attributes), so the holder is named by connection id, address and activity.
+            let time = server_seconds(seconds.and_then(|s| u64::try_from(s).ok()).unwrap_or(0));
             holder.activity = Some(match info {
                 Some(statement) => {
                     let mut statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
                     crate::text::truncate_at_char_boundary(&mut statement, 48);
-                    format!("busy with `{statement}` for {}s", seconds.unwrap_or(0))
+                    format!("busy with `{statement}` for {time}")
                 }
-                None => format!("idle for {}s", seconds.unwrap_or(0)),
+                None => format!("idle for {time}"),
             });
         }
         Ok(Some(holder))
@@ -436,5 +438,15 @@ impl SessionLock for MySqlDriver {
                 .as_deref()
                 .unwrap_or("an unknown host")
         )])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_process_lists_whole_seconds_are_said_as_every_duration_is() {
+        assert_eq!(super::server_seconds(0), "under 1 s");
+        assert_eq!(super::server_seconds(3), "3 s");
+        assert_eq!(super::server_seconds(125), "2 min 5 s");
     }
 }

@@ -514,6 +514,7 @@ impl SqlDriver for PgDriver {
             folds_records: false,
             table_locks: true,
             lock_wait_unit: std::time::Duration::from_millis(1),
+            sql_dialect: Some(crate::source::sql::SqlDialect::Postgres),
         }
     }
 

@@ -21,6 +21,8 @@ mod observer;
 mod script;
 mod steps;
 
+use steps::Sending;
+
 pub(crate) use dialect::{DbObject, Dialect, HistoryNames};
 
 /// Rows whose columns are all text (or NULL), as the history queries select them.
@@ -195,16 +197,6 @@ pub(crate) trait SqlDriver: Send {
 
     /// The connection a Rust migration receives.
     fn connection(&mut self) -> Connection<'_>;
-
-    /// A script written for the database's command-line client (MySQL's `DELIMITER $$ ...
-    /// $$`), split as that client splits it; `None` for text the server takes whole. (The
-    /// loader already refused a script that does not split.)
-    fn client_statements<'t>(
-        &self,
-        _text: &'t str,
-    ) -> Option<Vec<crate::source::sql::Statement<'t>>> {
-        None
-    }
 
     /// Points `error` at the line of the file where the driver can tell it from what the
     /// database said about `statement`, which starts at `first_line` of the file.
@@ -469,7 +461,7 @@ impl<D: SqlDriver> SqlBackend<D> {
                 self.run_code(code, direction, transactional, step.record)
                     .await
             }
-            StepBody::Text(text) => match step.record {
+            StepBody::Text(text, parsed) => match step.record {
                 Some(change) => {
                     let atomic = Atomic {
                         checks_lock: step.checks_lock,
@@ -478,8 +470,11 @@ impl<D: SqlDriver> SqlBackend<D> {
                     self.run_in_transaction(text, Some(change), atomic).await
                 }
                 None => {
-                    self.run_text(text, transactional, step.lock_timeout, step.resume_at)
-                        .await
+                    let sending = Sending {
+                        lock_timeout: step.lock_timeout,
+                        resume_at: step.resume_at,
+                    };
+                    self.run_text(text, parsed, transactional, sending).await
                 }
             },
         }
@@ -596,7 +591,7 @@ mod tests {
             applied_by: "test".into(),
         });
         let step = Step {
-            body: StepBody::Text("CREATE TABLE t (id INT)"),
+            body: StepBody::Text("CREATE TABLE t (id INT)", &Default::default()),
             transactional: true,
             record: Some(&record),
             checks_lock: true,

@@ -228,6 +228,7 @@ impl SqlDriver for SqliteDriver {
             folds_records: false,
             table_locks: false,
             lock_wait_unit: std::time::Duration::from_millis(1),
+            sql_dialect: Some(crate::source::sql::SqlDialect::Sqlite),
         }
     }
 

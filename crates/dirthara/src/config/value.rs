@@ -351,7 +351,10 @@ fn bounded_retry_for(budget: &Duration) -> std::result::Result<(), String> {
     ))
 }
 
-/// A duration as a refusal says it: as humantime writes it, up to a century.
+/// A duration as a refusal says it: as humantime writes it, up to a century. A refusal of a
+/// setting quotes durations in the setting's own syntax (`8days 2h`, `4.9s`), so that what it
+/// quotes and what it advises can be written back as they are; every other duration shown to
+/// people is [`crate::format_duration`]'s.
 fn spoken(duration: Duration) -> String {
     const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
     if duration > CENTURY {

@@ -192,12 +192,14 @@ impl Session<'_> {
             prepared.bracket,
             prepared.transactional,
             (capabilities.table_locks, capabilities.transactional_ddl),
+            capabilities.sql_dialect,
         )
     }
 }
 
 /// How a step gives way: its own `-- dirthara:table-lock-timeout`, else `configured`, on a
-/// database that has table locks and DDL that is transactional (`database`) or not.
+/// database that has table locks and DDL that is transactional or not, whose steps are read
+/// in `dialect`.
 pub(super) fn giving_of(
     configured: Option<Duration>,
     migration: &Migration,
@@ -205,22 +207,19 @@ pub(super) fn giving_of(
     bracket: Bracket,
     transactional: bool,
     (table_locks, transactional_ddl): (bool, bool),
+    dialect: Option<SqlDialect>,
 ) -> Giving {
     // Checked at load by the same parser, so only a well-formed value reaches here.
     let directive = (migration.table_lock_timeout_in(direction))
         .and_then(|text| TABLE_LOCK_TIMEOUT.read(text, Origin::Named("")).ok());
     let timeout = directive.unwrap_or(configured);
     let text = migration.step(direction).unwrap_or_default();
-    let dialect = match transactional_ddl {
-        true => SqlDialect::Postgres,
-        false => SqlDialect::MySql,
-    };
     let shape = StepShape {
         has_table_locks: table_locks && bracket != Bracket::RecordOnly,
         in_one_transaction: bracket == Bracket::Atomic || (transactional && transactional_ddl),
         own_transaction: migration.own_transaction_in(direction).is_some(),
         commits_each_statement: !transactional_ddl,
-        statements: split_statements(text, dialect).len(),
+        statements: dialect.map_or(1, |dialect| split_statements(text, dialect).len()),
         concurrently: text.to_ascii_uppercase().contains("CONCURRENTLY"),
     };
     retry::giving(timeout, shape)

@@ -76,6 +76,7 @@ impl Migrator {
                 bracket,
                 s.transactional(),
                 facts,
+                kind.and_then(crate::backend::BackendKind::sql_dialect),
             )
         };
         let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())

@@ -73,7 +73,7 @@ impl<'p> Prepared<'p> {
     fn body(&self) -> StepBody<'_> {
         match &self.code {
             Some(code) => StepBody::Code(code.as_ref(), self.direction),
-            None => StepBody::Text(self.text),
+            None => StepBody::Text(self.text, self.migration.parsed_in(self.direction)),
         }
     }
 

@@ -54,7 +54,6 @@ pub(super) fn reversal(migration: &Migration) -> Option<String> {
             }
         }
         // A layout this build does not know by name: the plain advice.
-        #[allow(unreachable_patterns)]
         _ => return plain_down(migration, origin, file_name),
     })
 }

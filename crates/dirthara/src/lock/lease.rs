@@ -129,7 +129,7 @@ pub(crate) type SharedStore = Arc<Mutex<Box<dyn LeaseStore>>>;
 fn holder_of(observation: LeaseObservation) -> Option<LockHolder> {
     match observation {
         LeaseObservation::Held { record, remaining } => {
-            Some(record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))))
+            Some(record.holder(Some(expires_in(remaining))))
         }
         LeaseObservation::Malformed { record } => Some(
             record.holder(Some(
@@ -147,7 +147,7 @@ pub(super) fn state_of(observed: LeaseObservation) -> LockState {
     match observed {
         LeaseObservation::Free => LockState::Free,
         LeaseObservation::Held { record, remaining } => LockState::Held {
-            holder: record.holder(Some(format!("lease expires in {}s", remaining.as_secs()))),
+            holder: record.holder(Some(expires_in(remaining))),
             malformed: false,
         },
         LeaseObservation::Malformed { record } => LockState::Held {
@@ -161,11 +161,15 @@ pub(super) fn state_of(observed: LeaseObservation) -> LockState {
             expired_for,
         } => LockState::Stale {
             holder: record.holder(Some(format!(
-                "lease expired {}s ago; the next runner takes it",
-                expired_for.as_secs()
+                "lease expired {} ago; the next runner takes it",
+                crate::format_duration(expired_for)
             ))),
         },
     }
+}
+
+fn expires_in(remaining: Duration) -> String {
+    format!("lease expires in {}", crate::format_duration(remaining))
 }
 
 /// Contending for the lease: one atomic attempt at a time, with jittered backoff (from 50 ms,

@@ -7,6 +7,7 @@ use mongodb::{ClientSession, Database};
 
 use crate::backend::StepFailure;
 use crate::error::DatabaseError;
+use crate::migration::ParsedStep;
 use dirthara_source::files::parse_commands;
 
 /// The server's message (and code) for an error, without the driver's wrapping.
@@ -33,25 +34,37 @@ pub(crate) fn mongo_code(error: &mongodb::error::Error) -> Option<i32> {
     }
 }
 
-/// Turns a JSON command migration into BSON command documents (Extended JSON v2). The one
-/// parser of command files: loading runs it on every step (so a bad file is refused before
-/// anything connects), and the backend on the step it runs.
-pub(crate) fn parse(text: &str) -> Result<(Vec<Document>, bool), String> {
-    let parsed = parse_commands(text)?;
-    let mut documents = Vec::with_capacity(parsed.commands.len());
-    for (index, command) in parsed.commands.into_iter().enumerate() {
-        match Bson::try_from(serde_json::Value::Object(command)) {
-            Ok(Bson::Document(document)) => documents.push(document),
-            Ok(_) => return Err(format!("command #{} is not a document", index + 1)),
-            Err(e) => {
-                return Err(format!(
-                    "command #{} is not valid Extended JSON: {e}",
-                    index + 1
-                ))
+/// A JSON command step as the BSON command documents MongoDB runs (Extended JSON v2
+/// converted): parsed once, when the migrations are loaded (so a bad file is refused before
+/// anything connects), and kept with the step for the backend to send.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CommandDocuments(pub Vec<Document>);
+
+impl CommandDocuments {
+    /// The one parser of command files.
+    pub(crate) fn parse(text: &str) -> Result<Self, String> {
+        let parsed = parse_commands(text)?;
+        let mut documents = Vec::with_capacity(parsed.commands.len());
+        for (index, command) in parsed.commands.into_iter().enumerate() {
+            match Bson::try_from(serde_json::Value::Object(command)) {
+                Ok(Bson::Document(document)) => documents.push(document),
+                Ok(_) => return Err(format!("command #{} is not a document", index + 1)),
+                Err(e) => {
+                    return Err(format!(
+                        "command #{} is not valid Extended JSON: {e}",
+                        index + 1
+                    ))
+                }
             }
         }
+        Ok(CommandDocuments(documents))
     }
-    Ok((documents, parsed.transaction))
+}
+
+/// A JSON command step parsed for the backend, as loading keeps it
+/// ([`StepBody::Text`](crate::backend::StepBody::Text)).
+pub(crate) fn parse_step(text: &str) -> Result<ParsedStep, String> {
+    CommandDocuments::parse(text).map(ParsedStep::new)
 }
 
 /// A command's reply can say `ok: 1` and still report failed writes.
@@ -78,10 +91,10 @@ fn check_reply(index: usize, reply: &Document) -> Result<(), String> {
 
 pub(super) async fn run(
     db: &Database,
-    documents: Vec<Document>,
+    documents: &[Document],
     mut session: Option<&mut ClientSession>,
 ) -> Result<(), StepFailure> {
-    for (index, command) in documents.into_iter().enumerate() {
+    for (index, command) in documents.iter().cloned().enumerate() {
         let reply = match session.as_deref_mut() {
             Some(session) => db.run_command(command).session(session).await,
             None => db.run_command(command).await,

@@ -65,12 +65,14 @@ impl MongoLeaseStore {
         Ok(store)
     }
 
+    /// What the server said about the lease collection, kept as the error's `source()`.
     fn error(&self, error: mongodb::error::Error) -> Error {
         Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
             connection: self.connection.clone(),
             reason: format!("lease collection: {}", mongo_message(&error)),
         })
+        .caused_by(error)
     }
 
     /// "Now" by the server's clock, so client clock skew cannot make a live lease look
@@ -399,6 +401,36 @@ mod tests {
         ));
         assert!(store.renew(&request.owner_id, request.ttl).await.unwrap());
         assert!(store.release(&request.owner_id).await.unwrap());
+        db.drop().await.unwrap();
+    }
+
+    /// Against a real server: a lease operation the server refuses is `MIGRATION_LOCK_FAILED`
+    /// with the driver's error as its `source()`.
+    #[tokio::test]
+    async fn a_lease_error_keeps_the_drivers_error() {
+        use std::error::Error as _;
+        let Ok(url) = std::env::var("DIRTHARA_TEST_MONGODB_URL") else {
+            assert_ne!(
+                std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref(),
+                Ok("1"),
+                "DIRTHARA_REQUIRE_SERVERS=1 requires DIRTHARA_TEST_MONGODB_URL"
+            );
+            return;
+        };
+        let client = mongodb::Client::with_uri_str(&url).await.unwrap();
+        let db = client.database(&format!("dirthara_cause_{:x}", fastrand::u64(..)));
+        let store = MongoLeaseStore::open(db.clone(), "cause_lock", "default", true)
+            .await
+            .unwrap();
+        // A command the server does not know stands for any it refuses.
+        let refused = db
+            .run_command(doc! { "noSuchCommand": 1 })
+            .await
+            .unwrap_err();
+        let error = store.error(refused);
+        assert_eq!(error.code(), crate::Code::MigrationLockFailed);
+        let source = error.source().expect("the driver's error is kept");
+        assert!(source.is::<mongodb::error::Error>(), "{source:?}");
         db.drop().await.unwrap();
     }
 

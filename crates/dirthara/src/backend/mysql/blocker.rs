@@ -161,7 +161,7 @@ fn blocker(row: &MySqlRow, likely: bool) -> Blocker {
         application: text(1),
         client_address: text(2),
         state: text(3).map(|command| match seconds(4) {
-            Some(time) => format!("{command} for {}s", time.as_secs()),
+            Some(time) => format!("{command} for {}", super::server_seconds(time.as_secs())),
             None => command,
         }),
         transaction_age: seconds(7),

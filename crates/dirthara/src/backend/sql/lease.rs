@@ -158,7 +158,7 @@ impl SqlLeaseStore {
                 _ if busy && started.elapsed() < CREATE_PATIENCE => {
                     tokio::time::sleep(backoff.next_pause()).await;
                 }
-                _ => return Err(lease_error(&connection, &error)),
+                _ => return Err(lease_error(&connection, error)),
             }
         }
         Ok(SqlLeaseStore {
@@ -173,7 +173,7 @@ impl SqlLeaseStore {
     }
 
     fn error(&self, error: sqlx::Error) -> Error {
-        lease_error(&self.connection, &error)
+        lease_error(&self.connection, error)
     }
 
     fn where_ours(&self, owner_id: &str) -> String {
@@ -186,12 +186,14 @@ impl SqlLeaseStore {
     }
 }
 
-fn lease_error(connection: &str, error: &sqlx::Error) -> Error {
+/// What the database said about the lease table, kept as the error's `source()`.
+fn lease_error(connection: &str, error: sqlx::Error) -> Error {
     Error::new(ErrorKind::LockFailed {
         lock: LOCK_NAME.to_string(),
         connection: connection.to_string(),
-        reason: format!("lease table: {}", super::database_message(error)),
+        reason: format!("lease table: {}", super::database_message(&error)),
     })
+    .caused_by(error)
 }
 
 /// SQLite answers a write while another process writes with SQLITE_BUSY (5, or an extended

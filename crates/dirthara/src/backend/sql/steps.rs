@@ -16,8 +16,8 @@ use crate::backend::{database_error, StepFailure};
 use crate::code::RustMigration;
 use crate::error::DatabaseError;
 use crate::history::HistoryChange;
-use crate::migration::Direction;
-use crate::source::sql::{split_statements, SqlDialect, Statement};
+use crate::migration::{Direction, ParsedStep};
+use crate::source::sql::{split_statements, ClientScript, SqlDialect, Statement};
 
 fn failed(error: sqlx::Error) -> StepFailure {
     StepFailure::new(database_error(error, None))
@@ -38,45 +38,38 @@ impl Dialect {
 
 /// How a step sent statement by statement is sent.
 #[derive(Debug, Clone, Copy)]
-struct Sending {
+pub(super) struct Sending {
     /// How long each statement may wait for a table lock ([`crate::backend::Step::lock_timeout`]).
-    lock_timeout: Option<Duration>,
+    pub lock_timeout: Option<Duration>,
     /// The statement to start at ([`crate::backend::Step::resume_at`]).
-    resume_at: usize,
+    pub resume_at: usize,
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
-    /// The statements of step `text`, as the database's client would send them.
-    fn statements<'t>(&self, text: &'t str) -> Vec<Statement<'t>> {
-        match self.driver.client_statements(text) {
-            Some(statements) => statements,
-            None => split_statements(text, self.driver.dialect().sql_dialect()),
-        }
-    }
-
     /// Runs step text that commits without a history record: in a transaction of its own
     /// when `transactional` and the database can roll all of it back; else statement by
-    /// statement.
+    /// statement. A script written for the database's command-line client (MySQL's
+    /// `DELIMITER $$ ... $$`) was split when it was loaded (`parsed`): its statements are sent
+    /// as they are, never the text whole.
     pub(super) async fn run_text(
         &mut self,
         text: &str,
+        parsed: &ParsedStep,
         transactional: bool,
-        lock_timeout: Option<Duration>,
-        resume_at: usize,
+        sending: Sending,
     ) -> Result<(), StepFailure> {
-        let client_script = self.driver.client_statements(text).is_some();
-        let statements = self.statements(text);
         let dialect = self.driver.dialect().sql_dialect();
+        let client_script = parsed.get::<ClientScript>();
+        let statements = match client_script {
+            Some(script) => script.statements(),
+            None => split_statements(text, dialect),
+        };
         let rolls_back = self.driver.capabilities().transactional_ddl
             || !(statements.iter()).any(|s| script::commits_implicitly(dialect, s.text));
-        let sending = Sending {
-            lock_timeout,
-            resume_at,
-        };
-        match (transactional && rolls_back, client_script) {
+        match (transactional && rolls_back, client_script.is_some()) {
             (true, false) if self.driver.capabilities().transactional_ddl => {
                 let atomic = Atomic {
-                    lock_timeout,
+                    lock_timeout: sending.lock_timeout,
                     ..Atomic::default()
                 };
                 self.run_in_transaction(text, None, atomic).await

@@ -63,7 +63,7 @@ async fn a_held_lease_fails_at_once_naming_its_holder() {
     let text = err.to_string();
     assert!(text.contains("dirthara migrate"), "{text}");
     assert!(text.contains(&format!(":{}", std::process::id())), "{text}");
-    assert!(text.contains("lease expires in 30s"), "{text}");
+    assert!(text.contains("lease expires in 30 s"), "{text}");
 }
 
 #[tokio::test(start_paused = true)]
