@@ -35,6 +35,6 @@ fi
 features=()
 if [ -n "${FAULTS:-}" ]; then
   export DIRTHARA_CHAOS_RUNNER_ENV="FAILPOINTS=$FAULTS" DIRTHARA_CHAOS_EXPECT_VIOLATIONS=1
-  features=(--features failpoints)
+  features=(--features dirthara-cli/failpoints)
 fi
-cargo test -p dirthara-cli "${features[@]}" --test chaos -- --nocapture --test-threads 1 "$@"
+cargo test --workspace "${features[@]}" --test chaos -- --nocapture --test-threads 1 "$@"

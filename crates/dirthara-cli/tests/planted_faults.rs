@@ -7,7 +7,7 @@
 //! has the table of which detector catches which fault.
 //!
 //! Needs the `failpoints` feature (`.ci/run` runs it):
-//! `cargo test -p dirthara-cli --features failpoints --test planted_faults`.
+//! `cargo test --workspace --features dirthara-cli/failpoints --test planted_faults`.
 //!
 //! The chaos rounds here are short and run without server restarts, on the test servers of
 //! `DIRTHARA_TEST_*_URL`. A fault that shows only when a runner dies in a narrow window
