@@ -1,7 +1,8 @@
 //! What a DBA finds in the server's records after dirthara ran: nothing. No error from a
 //! statement of dirthara's own (no probe that fails on purpose), no session without a name,
 //! no client that vanished without saying goodbye — through a first run, a no-op, `status`,
-//! a rollback, four runners contending and a hand-over to a waiting runner.
+//! a rollback, four runners contending, a runner that will not wait giving up, and a
+//! hand-over to a waiting runner.
 //!
 //! The servers are private ones of the test's own, told to record what the machine's servers
 //! must never be reconfigured to record: PostgreSQL logs every error, every connection and
@@ -51,6 +52,15 @@ fn scenario(server: Server, url: &str) {
     m.add(5, "slower", &server.sleep(1.0), None);
     let holder = spawn(dirthara(url, m.path(), &["migrate", "--output", "json"]));
     support::wait_until_held(|| dirthara(url, m.path(), &["unlock", "--output", "json"]));
+    // A runner that will not wait gives up at once; whatever it opened to try is closed.
+    let busy = dirthara(url, m.path(), &["migrate", "--lock-wait", "0"])
+        .output()
+        .unwrap();
+    assert!(
+        !busy.status.success() && text(&busy).1.contains("MIGRATION_LOCK_HELD"),
+        "{:?}",
+        text(&busy)
+    );
     let waiter: Output = dirthara(url, m.path(), &["migrate", "--output", "json"])
         .output()
         .unwrap();

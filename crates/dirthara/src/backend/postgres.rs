@@ -533,9 +533,12 @@ impl SqlDriver for PgDriver {
     }
 
     async fn close(self: Box<Self>) {
-        let this = *self;
+        let mut this = *self;
         if let Some(listener) = this.listener {
             listener.close().await;
+        }
+        if let Some(check) = this.session_check.as_mut() {
+            check.close_sibling().await;
         }
         let _ = this.conn.close().await;
     }

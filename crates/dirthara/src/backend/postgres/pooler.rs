@@ -139,30 +139,55 @@ impl SessionCheck {
             sqlx::ConnectOptions::connect(options),
             stamp(main, "the lock connection", None)
         );
-        let (mut sibling, main_stamp) = (sibling?, main_stamp?);
-        let sibling_stamp = stamp(&mut sibling, "a second connection", Some(&main_stamp)).await?;
-        if sibling_stamp.pid == main_stamp.pid {
-            return Err(Suspect::Shared(format!(
-                "two connections open at the same time were served by one server session \
-                 (process {})",
-                main_stamp.pid
-            )));
+        let mut sibling = sibling?;
+        let checked = async {
+            let main_stamp = main_stamp?;
+            let sibling_stamp =
+                stamp(&mut sibling, "a second connection", Some(&main_stamp)).await?;
+            if sibling_stamp.pid == main_stamp.pid {
+                return Err(Suspect::Shared(format!(
+                    "two connections open at the same time were served by one server session \
+                     (process {})",
+                    main_stamp.pid
+                )));
+            }
+            // Both connections read back at the same time: the same transactions as one
+            // after the other, in half the wall time (and a proxy is, if anything, likelier
+            // to shuffle sessions between clients that are busy at once).
+            for _ in 0..ROUNDS {
+                let (main_seen, sibling_seen) = tokio::join!(
+                    recheck(main, &main_stamp, "the lock connection"),
+                    recheck(&mut sibling, &sibling_stamp, "a second connection")
+                );
+                main_seen?;
+                sibling_seen?;
+            }
+            Ok((main_stamp, sibling_stamp))
         }
-        // Both connections read back at the same time: the same transactions as one after
-        // the other, in half the wall time (and a proxy is, if anything, likelier to shuffle
-        // sessions between clients that are busy at once).
-        for _ in 0..ROUNDS {
-            let (main_seen, sibling_seen) = tokio::join!(
-                recheck(main, &main_stamp, "the lock connection"),
-                recheck(&mut sibling, &sibling_stamp, "a second connection")
-            );
-            main_seen?;
-            sibling_seen?;
+        .await;
+        match checked {
+            Ok((main, sibling_stamp)) => Ok(SessionCheck {
+                main,
+                sibling: Some((sibling, sibling_stamp)),
+            }),
+            Err(suspect) => {
+                // Closed with the protocol's goodbye: the server logs no lost client.
+                let _ = sibling.close().await;
+                Err(suspect)
+            }
         }
-        Ok(SessionCheck {
-            main: main_stamp,
-            sibling: Some((sibling, sibling_stamp)),
-        })
+    }
+
+    /// Closes the second connection if it is still open (the lock was not taken, or its
+    /// confirmation failed); `true` when it was. A check without it is no longer whole.
+    pub(super) async fn close_sibling(&mut self) -> bool {
+        match self.sibling.take() {
+            Some((sibling, _)) => {
+                let _ = sibling.close().await;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Tries the lock `key` (matched in `pg_locks` by `lock_match`) in the stamped session

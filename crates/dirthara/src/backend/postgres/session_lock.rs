@@ -133,6 +133,13 @@ impl SessionLock for PgDriver {
         if let Some(listener) = self.listener.take() {
             listener.close().await;
         }
+        // Still open only when the lock was not taken (given up, or a failed check): closed
+        // cleanly, and a later attempt on this connection starts the check over.
+        if let Some(check) = self.session_check.as_mut() {
+            if check.close_sibling().await {
+                self.session_check = None;
+            }
+        }
     }
 
     async fn force_unlock(&mut self) -> Result<Vec<String>> {
