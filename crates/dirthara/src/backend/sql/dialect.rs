@@ -4,7 +4,11 @@
 //! are still quoted with [`Dialect::literal`].
 
 use crate::backend::Namespaces;
-use crate::history::{HistoryChange, HISTORY_LAYOUT_VERSION};
+use crate::history::{HistoryChange, NewRecord, HISTORY_LAYOUT_VERSION};
+
+/// The columns a new record is written with.
+const RECORD_COLUMNS: &str =
+    "version, name, checksum, batch, state, applied_at, duration_ms, applied_by";
 
 /// The SQL flavour of a backend: one variant for each SQL backend this build has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,14 +383,19 @@ impl Dialect {
                  encode(sha256(convert_to(string_agg(version::text || ':' || checksum, ',' \
                  ORDER BY version), 'UTF8')), 'hex') FROM {t}"
             ),
-            // A text cut short by `group_concat_max_len` hashes to something no set of files
-            // gives: the records are then read, as for any difference.
+            // `GROUP_CONCAT` cuts its text at `group_concat_max_len` (1,024 bytes by default
+            // on MySQL 8: about 14 records), so the limit is raised for this statement alone
+            // and the session's own put back, in the same message. Were the text still cut
+            // short, its hash would match no set of files: the records would be read.
             #[cfg(feature = "mysql")]
             Dialect::Mysql => format!(
-                "SELECT CAST(COUNT(*) AS CHAR), CAST(MAX(version) AS CHAR), \
+                "SET @dirthara_group_concat_max_len = @@SESSION.group_concat_max_len, \
+                 SESSION group_concat_max_len = 4294967295; \
+                 SELECT CAST(COUNT(*) AS CHAR), CAST(MAX(version) AS CHAR), \
                  CAST(COALESCE(SUM(state <> 'applied'), 0) AS CHAR), \
                  SHA2(GROUP_CONCAT(CONCAT(version, ':', checksum) ORDER BY version \
-                 SEPARATOR ','), 256) FROM {t}"
+                 SEPARATOR ','), 256) FROM {t}; \
+                 SET SESSION group_concat_max_len = @dirthara_group_concat_max_len"
             ),
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => format!(
@@ -411,22 +420,50 @@ impl Dialect {
         )
     }
 
+    /// A new record's values, in the order of [`RECORD_COLUMNS`].
+    fn record_values(self, record: &NewRecord) -> String {
+        format!(
+            "{}, {}, {}, {}, {}, {}, {}, {}",
+            record.version,
+            self.literal(&record.name),
+            self.literal(&record.checksum),
+            record.batch,
+            self.literal(record.state.as_str()),
+            self.now(),
+            record
+                .duration_ms
+                .map_or_else(|| self.elapsed_ms().to_string(), |d| d.to_string()),
+            self.literal(&record.applied_by),
+        )
+    }
+
+    /// As [`Dialect::change_sql`] for a step's `running` marker (a new record going up, a
+    /// state set going down), written only where the SQL `condition` holds.
+    pub fn guarded_change_sql(
+        self,
+        names: &HistoryNames,
+        change: &HistoryChange,
+        condition: &str,
+    ) -> String {
+        let t = &names.history;
+        match change {
+            HistoryChange::Insert(record) => format!(
+                "INSERT INTO {t} ({RECORD_COLUMNS}) SELECT {} FROM DUAL WHERE {condition}",
+                self.record_values(record)
+            ),
+            HistoryChange::SetState { .. } => {
+                format!("{} AND {condition}", self.change_sql(names, change))
+            }
+            other => unreachable!("a marker is a new record or a state, not {other:?}"),
+        }
+    }
+
     pub fn change_sql(self, names: &HistoryNames, change: &HistoryChange) -> String {
         let t = &names.history;
         match change {
             HistoryChange::Insert(record) => format!(
-                "INSERT INTO {t} (version, name, checksum, batch, state, applied_at, duration_ms, applied_by) \
-                 VALUES ({}, {}, {}, {}, {}, {}, {}, {})",
-                record.version,
-                self.literal(&record.name),
-                self.literal(&record.checksum),
-                record.batch,
-                self.literal(record.state.as_str()),
-                self.now(),
-                record
-                    .duration_ms
-                    .map_or_else(|| self.elapsed_ms().to_string(), |d| d.to_string()),
-                self.literal(&record.applied_by),
+                "INSERT INTO {t} ({RECORD_COLUMNS}) VALUES ({})",
+                self.record_values(record)
             ),
             HistoryChange::MarkApplied {
                 version,
