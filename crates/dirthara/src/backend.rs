@@ -246,6 +246,14 @@ pub(crate) trait Backend: LockHost + Send {
     /// allows (one commit instead of one per change).
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()>;
 
+    /// As [`Backend::record`], but the last change (a step's `running` marker) is written
+    /// only if this session still holds the session lock, asked in the same message; `false`
+    /// when it does not (the other changes are written, the last is not). Asked only of a
+    /// backend whose session lock [`verifies_in_marker`](crate::lock::SessionLock::verifies_in_marker).
+    async fn record_guarded(&mut self, _changes: &[HistoryChange]) -> Result<bool> {
+        unreachable!("only a session lock that verifies in the marker is asked to")
+    }
+
     /// Drops every table/view of this database except the lease table (a lease may be what
     /// protects this very run); returns what it dropped. Must not end the session (the
     /// session lock lives in it).

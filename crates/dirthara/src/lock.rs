@@ -30,7 +30,8 @@ mod session;
 mod strategy;
 mod wait;
 
-pub(crate) use guard::{HeldLock, LockCheck, ReleaseFailure, Released};
+use guard::SessionChecks;
+pub(crate) use guard::{Carrier, HeldLock, LockCheck, ReleaseFailure, Released};
 pub(crate) use inspect::{force_unlock, inspect};
 pub(crate) use lease::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 pub(crate) use session::SessionLock;
@@ -94,13 +95,16 @@ pub(crate) async fn acquire(
             let Some(lock) = host.session_lock() else {
                 return Err(no_session_lock(connection));
             };
-            let checks_in_step = lock.verifies_in_step();
+            let checks = SessionChecks {
+                in_step: lock.verifies_in_step(),
+                in_marker: lock.verifies_in_marker(),
+            };
             let contended = wait::contend(&mut SessionContender(&mut *lock), waiting).await;
             // Taken or given up: whatever waiting needed (a connection listening for the
             // release) is closed now, not kept open for the rest of the command.
             lock.stop_waiting().await;
             contended?;
-            Ok(HeldLock::session(connection, checks_in_step))
+            Ok(HeldLock::session(connection, checks))
         }
         LockStrategy::Lease => {
             let mut store = open_lease(host).await?;

@@ -39,6 +39,8 @@ pub(crate) struct MemoryDb {
     pub folds_records: bool,
     /// Atomic steps carry the session-lock check (PostgreSQL-like).
     pub checks_lock_in_step: bool,
+    /// Markers carry the session-lock check (MySQL-like).
+    pub checks_lock_in_marker: bool,
     /// Steps that carried the lock check, by number of the call (`step+record` calls).
     pub lock_checked_steps: usize,
     /// History writes fail from now on (the step `break-history`: the history connection
@@ -337,6 +339,24 @@ impl Backend for MemoryBackend {
         })
     }
 
+    async fn record_guarded(&mut self, changes: &[HistoryChange]) -> Result<bool> {
+        let Some((marker, earlier)) = changes.split_last() else {
+            return Ok(true);
+        };
+        if !earlier.is_empty() {
+            self.record(earlier).await?;
+        }
+        let (session, table) = (self.session, self.history_table.clone());
+        Ok(self.with(|db| {
+            db.calls.push("guarded marker".into());
+            let held = db.lock_holder == Some(session);
+            if held {
+                apply_change(db.history_in(&table), marker);
+            }
+            held
+        }))
+    }
+
     async fn blocker_gone(&mut self, blocker: &crate::events::Blocker) -> Option<bool> {
         let named = blocker.session_id == Some(4127);
         self.with(|db| (db.blocker_named && named).then_some(db.blocked_attempts == 0))
@@ -402,7 +422,10 @@ impl SessionLock for MemoryBackend {
 
     async fn holds_lock(&mut self) -> Result<bool> {
         let session = self.session;
-        Ok(self.with(|db| db.lock_holder == Some(session)))
+        Ok(self.with(|db| {
+            db.calls.push("confirm lock".into());
+            db.lock_holder == Some(session)
+        }))
     }
 
     async fn unlock(&mut self) -> Result<()> {
@@ -439,6 +462,10 @@ impl SessionLock for MemoryBackend {
 
     fn verifies_in_step(&self) -> bool {
         self.with(|db| db.checks_lock_in_step)
+    }
+
+    fn verifies_in_marker(&self) -> bool {
+        self.with(|db| db.checks_lock_in_marker)
     }
 
     async fn force_unlock(&mut self) -> Result<Vec<String>> {

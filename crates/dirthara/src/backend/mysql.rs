@@ -292,6 +292,17 @@ impl SqlDriver for MySqlDriver {
         Some("lock_wait_timeout")
     }
 
+    fn lock_held_condition(&self) -> Option<String> {
+        // Planted fault (tests only): the marker's check answers "still held" blindly.
+        if planted!("lock_confirmed_blindly") {
+            return Some("1 = 1".to_string());
+        }
+        Some(format!(
+            "IS_USED_LOCK({}) = CONNECTION_ID()",
+            self.key_literal
+        ))
+    }
+
     fn session_identity(&self) -> String {
         self.id.to_string()
     }
@@ -353,6 +364,12 @@ impl SessionLock for MySqlDriver {
         // Timeout 0: the attempt itself never blocks; `wait_for_release` does the waiting.
         let sql = format!("SELECT CAST(GET_LOCK({}, 0) AS SIGNED)", self.key_literal);
         Ok(self.lock_scalar(&sql).await? == Some(1))
+    }
+
+    /// The marker before each step reads and carries `IS_USED_LOCK(..) = CONNECTION_ID()`
+    /// ([`SqlDriver::lock_held_condition`]): a migration costs no round trip for the check.
+    fn verifies_in_marker(&self) -> bool {
+        true
     }
 
     async fn holds_lock(&mut self) -> Result<bool> {

@@ -63,6 +63,13 @@ pub(crate) trait SqlDriver: Send {
         self.execute_count(sql).await.map(|_| ())
     }
 
+    /// A SQL condition that holds exactly when it is evaluated in this session while the
+    /// session holds the migration lock: what a `running` marker carries where the session
+    /// lock [`verifies_in_marker`](crate::lock::SessionLock::verifies_in_marker).
+    fn lock_held_condition(&self) -> Option<String> {
+        None
+    }
+
     /// Whether `error` says the text sent ended inside a statement: the tokenizer ended it
     /// where the database reads on (SQLite takes `end` as a column name inside a trigger).
     fn ended_inside_a_statement(&self, _error: &sqlx::Error) -> bool {
@@ -342,6 +349,36 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             self.driver.clean_up_after_failure().await;
         }
         sent.map_err(|e| self.history_error(e))
+    }
+
+    async fn record_guarded(&mut self, changes: &[HistoryChange]) -> Result<bool> {
+        let Some(condition) = self.driver.lock_held_condition() else {
+            unreachable!("only a session lock that verifies in the marker is asked to")
+        };
+        let Some((marker, earlier)) = changes.split_last() else {
+            return Ok(true);
+        };
+        // The check is read first, as a row; the marker is written under the same condition.
+        // Only this session can give its lock up (another one ending it ends this message
+        // too), so the two agree: a marker is written exactly when the row says held.
+        let dialect = self.driver.dialect();
+        let mut sql = format!("SELECT CAST({condition} AS CHAR); {}", dialect.begin());
+        for change in earlier {
+            sql.push_str("; ");
+            sql.push_str(&self.change_sql(change, None));
+        }
+        sql.push_str("; ");
+        sql.push_str(&dialect.guarded_change_sql(&self.names, marker, &condition));
+        sql.push_str("; COMMIT");
+        let rows = match self.driver.fetch_text(&sql).await {
+            Ok(rows) => rows,
+            Err(error) => {
+                self.driver.clean_up_after_failure().await;
+                return Err(self.history_error(error));
+            }
+        };
+        let held = rows.first().and_then(|row| row.first().cloned().flatten());
+        Ok(held.as_deref() == Some("1"))
     }
 
     async fn drop_all(&mut self) -> Result<Vec<String>> {

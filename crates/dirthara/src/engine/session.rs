@@ -9,7 +9,9 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventKind;
 use crate::history::{runner_identity, HistoryChange, HistoryDigest};
 use crate::lock::LOCK_NAME;
-use crate::lock::{self, resolve_strategy, HeldLock, LockCheck, LockStrategy, Released, Waiting};
+use crate::lock::{
+    self, resolve_strategy, Carrier, HeldLock, LockCheck, LockStrategy, Released, Waiting,
+};
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::{self, Command, Plan, PlannedStep, Recording, Resolution};
 use crate::report::{RunReport, StepReport};
@@ -25,7 +27,7 @@ pub(super) struct Session<'m> {
     pub(super) history: Box<dyn Backend>,
     /// Connections other than the history connection, opened when a step needs them.
     pub(super) others: BTreeMap<String, Box<dyn Backend>>,
-    lock: HeldLock,
+    pub(super) lock: HeldLock,
     pub(super) completed: Vec<StepReport>,
     /// Where each history write is a commit of its own (MySQL/MariaDB,
     /// [`Capabilities::folds_records`](crate::backend::Capabilities)): the last step's
@@ -215,10 +217,16 @@ impl<'m> Session<'m> {
                         .collect(),
                 }));
             }
-            let atomic_text = step.migration.format != StepFormat::Rust
-                && !step.reverses_nothing()
-                && self.runs_atomically(step);
-            let check = self.lock.check_for(atomic_text);
+            let carrier = if step.reverses_nothing() {
+                Carrier::Nothing
+            } else if !self.runs_atomically(step) {
+                Carrier::Marker
+            } else if step.migration.format != StepFormat::Rust {
+                Carrier::AtomicText
+            } else {
+                Carrier::Nothing
+            };
+            let check = self.lock.check_for(carrier);
             if check == LockCheck::Before {
                 self.ensure_lock(Some(step.migration)).await?;
             }

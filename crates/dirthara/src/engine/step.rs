@@ -163,7 +163,7 @@ impl Session<'_> {
         if let Some(pause) = planted::record_after(&prepared) {
             return self.run_then_record(&prepared, check, pause).await;
         }
-        self.mark(&prepared).await?;
+        self.mark(&prepared, check).await?;
         let attempt = self.attempts(&prepared, check).await;
         let pending = self.settle(&prepared, attempt).await?;
         let report = prepared.report();
@@ -230,8 +230,10 @@ impl Session<'_> {
     /// Writes what must be in the history before the step runs: its `running` marker when
     /// it is bracketed by one (together with the previous step's completion, if that was
     /// left for it); else the previous completion alone, so that it is not folded into a
-    /// record this step commits with.
-    pub(super) async fn mark(&mut self, prepared: &Prepared<'_>) -> Result<()> {
+    /// record this step commits with. With [`LockCheck::InMarker`], the marker is written
+    /// only while the lock is still ours (`LOCK_LEASE_LOST` when it is not: the previous
+    /// completion is written, nothing of this step is).
+    pub(super) async fn mark(&mut self, prepared: &Prepared<'_>, check: LockCheck) -> Result<()> {
         if prepared.bracket != Bracket::Marked {
             return self.record_unrecorded().await;
         }
@@ -256,11 +258,20 @@ impl Session<'_> {
             .map(|p| p.change.clone())
             .chain([marker])
             .collect();
-        self.history.record(&markers).await?;
+        let held = match check {
+            LockCheck::InMarker => self.history.record_guarded(&markers).await?,
+            LockCheck::Before | LockCheck::InStep => {
+                self.history.record(&markers).await?;
+                true
+            }
+        };
         if let Some(previous) = previous {
             self.completed_step(previous.report);
         }
-        Ok(())
+        match held {
+            true => Ok(()),
+            false => Err(self.lock.lost(Some((migration.version, &migration.name)))),
+        }
     }
 
     /// Runs the step once. `check` says whether it carries the lock check itself;

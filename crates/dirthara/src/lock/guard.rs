@@ -18,13 +18,20 @@ enum Held {
     Off,
     /// Held by the history connection's session until it is unlocked or the session ends.
     /// The lock is that session's, so confirming and releasing borrow it from the host.
-    Session {
-        /// The database checks the lock inside a step's own transaction, failing the step
-        /// (rolled back) when the session no longer holds it.
-        checks_in_step: bool,
-    },
+    Session(SessionChecks),
     /// A lease, renewed by its heartbeat until released; it owns its store.
     Lease(LeaseGuard),
+}
+
+/// Where a session lock can be confirmed without a round trip of its own.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SessionChecks {
+    /// The database checks the lock inside a step's own transaction, failing the step
+    /// (rolled back) when the session no longer holds it.
+    pub in_step: bool,
+    /// The database checks the lock in the message that writes a step's `running` marker,
+    /// writing the marker only while the session holds it.
+    pub in_marker: bool,
 }
 
 /// How the lock is confirmed before a step changes anything.
@@ -35,6 +42,20 @@ pub(crate) enum LockCheck {
     /// Inside the step's own transaction: the step commits only if the lock is still ours,
     /// so a separate check would only cost a round trip.
     InStep,
+    /// With the step's `running` marker: the marker is written, and the step run, only if
+    /// the lock is still ours.
+    InMarker,
+}
+
+/// What could carry a step's lock check, as far as the step itself goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Carrier {
+    /// Text sent with its history record in one transaction of the history connection.
+    AtomicText,
+    /// A step bracketed by a `running` marker written on the history connection first.
+    Marker,
+    /// Neither (a record alone; a Rust migration run atomically).
+    Nothing,
 }
 
 /// How a release ended when it did not fail.
@@ -88,9 +109,9 @@ impl HeldLock {
         }
     }
 
-    pub(super) fn session(connection: &str, checks_in_step: bool) -> Self {
+    pub(super) fn session(connection: &str, checks: SessionChecks) -> Self {
         HeldLock {
-            held: Held::Session { checks_in_step },
+            held: Held::Session(checks),
             connection: connection.to_string(),
         }
     }
@@ -109,19 +130,16 @@ impl HeldLock {
     pub(crate) fn strategy(&self) -> LockStrategy {
         match self.held {
             Held::Off => LockStrategy::Off,
-            Held::Session { .. } => LockStrategy::Session,
+            Held::Session(_) => LockStrategy::Session,
             Held::Lease(_) => LockStrategy::Lease,
         }
     }
 
-    /// How the lock is confirmed before a step. `atomic_text` says the step is text sent
-    /// with its history record in one transaction of the history connection (not a Rust
-    /// migration, not an empty down): only such a step can carry the check.
-    pub(crate) fn check_for(&self, atomic_text: bool) -> LockCheck {
-        match self.held {
-            Held::Session {
-                checks_in_step: true,
-            } if atomic_text => LockCheck::InStep,
+    /// How the lock is confirmed before a step, given what of the step could carry it.
+    pub(crate) fn check_for(&self, carrier: Carrier) -> LockCheck {
+        match (&self.held, carrier) {
+            (Held::Session(checks), Carrier::AtomicText) if checks.in_step => LockCheck::InStep,
+            (Held::Session(checks), Carrier::Marker) if checks.in_marker => LockCheck::InMarker,
             _ => LockCheck::Before,
         }
     }
@@ -146,7 +164,7 @@ impl HeldLock {
         fail_point!("lock_confirmed_blindly", |_| Ok(true));
         match &self.held {
             Held::Off => Ok(true),
-            Held::Session { .. } => match host.session_lock() {
+            Held::Session(_) => match host.session_lock() {
                 Some(lock) => lock.holds_lock().await,
                 None => Err(super::no_session_lock(&self.connection)),
             },
@@ -154,7 +172,8 @@ impl HeldLock {
         }
     }
 
-    fn lost(&self, next: Option<(i64, &str)>) -> Error {
+    /// `LOCK_LEASE_LOST`: the lock is gone, before `next` (the migration not started).
+    pub(crate) fn lost(&self, next: Option<(i64, &str)>) -> Error {
         Error::new(ErrorKind::LockLost {
             lock: LOCK_NAME.to_string(),
             connection: self.connection.clone(),
@@ -191,7 +210,7 @@ impl HeldLock {
     ) -> std::result::Result<Released, ReleaseFailure> {
         match self.held {
             Held::Off => Ok(Released::NothingHeld),
-            Held::Session { .. } => {
+            Held::Session(_) => {
                 let unlocked = match host.session_lock() {
                     Some(lock) => lock.unlock().await,
                     None => Err(super::no_session_lock(&self.connection)),

@@ -40,7 +40,7 @@ impl Session<'_> {
         // What a marker would have carried, and the lock check the record would have carried:
         // this fault drops only the records' bracket.
         self.record_unrecorded().await?;
-        if check == LockCheck::InStep {
+        if check != LockCheck::Before {
             self.ensure_lock(Some(prepared.migration)).await?;
         }
         let step = Step {

@@ -1,6 +1,7 @@
 //! Engine branches that depend on what a backend can do, reached on the in-memory backend by
-//! declaring the capability: a lock check carried inside the step (PostgreSQL), and a step's
-//! completion folded into the next marker (MySQL/MariaDB).
+//! declaring the capability: a lock check carried inside the step (PostgreSQL), or by the
+//! marker before it (MySQL/MariaDB), and a step's completion folded into the next marker
+//! (MySQL/MariaDB).
 
 use super::*;
 
@@ -35,6 +36,47 @@ async fn a_step_that_carries_the_lock_check_needs_no_separate_check_and_a_lost_l
         // Every step carried the check exactly when the backend can carry it.
         let carried = if checks_in_step { 3 } else { 0 };
         assert_eq!(state.lock_checked_steps, carried);
+    }
+}
+
+#[tokio::test]
+async fn a_marker_that_carries_the_lock_check_needs_no_separate_check_and_a_lost_lock_is_named() {
+    for in_marker in [true, false] {
+        let db = db();
+        {
+            let mut state = db.lock().unwrap();
+            state.non_transactional = true;
+            state.folds_records = true;
+            state.checks_lock_in_marker = in_marker;
+        }
+        let migrations = vec![
+            migration(1, "create a", Some("drop a")),
+            migration(2, "create b\nlose-lock", Some("drop b")),
+            migration(3, "create c", Some("drop c")),
+        ];
+        let err = migrator(&db, migrations).migrate().await.unwrap_err();
+        assert_eq!(err.code(), Code::LockLeaseLost, "in marker: {in_marker}");
+        assert!(
+            err.to_string().contains("before migration 3 (m3)"),
+            "in marker: {in_marker}: {err}"
+        );
+        let state = db.lock().unwrap();
+        assert!(!state.tables.contains("c"), "in marker: {in_marker}");
+        // Migration 2 ran: its completion is written; 3 has no marker.
+        let history = state.history.as_ref().unwrap();
+        assert_eq!(history.keys().copied().collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(history[&2].state, crate::history::RecordState::Applied);
+        // The marker carried the check, or a separate one came before each step.
+        let confirms = state.calls.iter().filter(|c| *c == "confirm lock").count();
+        let guarded = state
+            .calls
+            .iter()
+            .filter(|c| *c == "guarded marker")
+            .count();
+        match in_marker {
+            true => assert_eq!((confirms, guarded), (0, 3), "{:?}", state.calls),
+            false => assert_eq!((confirms, guarded), (3, 0), "{:?}", state.calls),
+        }
     }
 }
 
