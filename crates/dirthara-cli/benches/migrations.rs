@@ -15,7 +15,8 @@
 //! - c. 8 CLI processes started at once on one empty database with 200 pending, beside one
 //!   runner alone, on PostgreSQL and MariaDB;
 //! - d. lock hand-over latency (B's `lock_acquired.at` − A's `lock_released.at`, the events'
-//!   own stamps), PostgreSQL and MariaDB;
+//!   own stamps), PostgreSQL (by TCP, and by its socket, where the lock takes the check that
+//!   no pooler stands in between) and MariaDB;
 //! - e. the no-op as the history grows: 1 applied against 1,000 applied, CLI, both servers;
 //! - f. round trips per migration, counted on the wire by a proxy, both servers.
 //!
@@ -966,13 +967,41 @@ async fn handover_once(url: &str, dir: &Path) -> BenchResult<Handover> {
     })
 }
 
-async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
-    let label = format!("d. lock hand-over latency, {}", server.label());
+/// How the runners of (d) reach the server.
+#[derive(Clone, Copy, PartialEq)]
+enum Reach {
+    /// TCP to the server's own address and port: plainly direct, so no pooler check.
+    Direct,
+    /// PostgreSQL's Unix socket (`DIRTHARA_TEST_POSTGRES_SOCKET`, default
+    /// `/var/run/postgresql`): not provably direct, so the lock takes the full check that no
+    /// transaction pooler stands in between (a second connection, tokens read back).
+    Socket,
+}
+
+async fn bench_handover(server: Server, reach: Reach, table: &mut Table) -> BenchResult<()> {
+    let label = match reach {
+        Reach::Direct => format!("d. lock hand-over latency, {}", server.label()),
+        Reach::Socket => format!("d. lock hand-over latency, {} by socket", server.label()),
+    };
     let db = match TestDb::try_create(server).await {
         Ok(db) => db,
         Err(reason) => {
             table.skip(label, reason);
             return Ok(());
+        }
+    };
+    let url = match reach {
+        Reach::Direct => db.url.clone(),
+        Reach::Socket => {
+            let dir = std::env::var("DIRTHARA_TEST_POSTGRES_SOCKET")
+                .unwrap_or_else(|_| "/var/run/postgresql".to_string());
+            // The socket's directory as the host, percent-encoded, as sqlx reads it.
+            format!(
+                "postgres://postgres@{}:{}/{}",
+                dir.replace('/', "%2F"),
+                db.port(),
+                db.name
+            )
         }
     };
     let migrations = Migrations::new();
@@ -983,7 +1012,7 @@ async fn bench_handover(server: Server, table: &mut Table) -> BenchResult<()> {
         }
         // A new version each round: A applies it (holding the lock), B finds nothing to do.
         migrations.add(i, &format!("hold{i}"), &server.sleep(HOLD_SECONDS), None);
-        let sample = handover_once(&db.url, migrations.path()).await?;
+        let sample = handover_once(&url, migrations.path()).await?;
         latencies.push(sample.latency);
         waits.push(sample.b_waited);
     }
@@ -1158,11 +1187,15 @@ async fn main() {
     }
 
     if wanted("handover-pg") {
-        let result = bench_handover(Server::Postgres, &mut table).await;
+        let result = bench_handover(Server::Postgres, Reach::Direct, &mut table).await;
         record(&mut table, "d. hand-over, PostgreSQL", result);
     }
+    if wanted("handover-pg-socket") {
+        let result = bench_handover(Server::Postgres, Reach::Socket, &mut table).await;
+        record(&mut table, "d. hand-over, PostgreSQL by socket", result);
+    }
     if wanted("handover-mysql") {
-        let result = bench_handover(Server::Mysql, &mut table).await;
+        let result = bench_handover(Server::Mysql, Reach::Direct, &mut table).await;
         record(&mut table, "d. hand-over, MariaDB", result);
     }
 

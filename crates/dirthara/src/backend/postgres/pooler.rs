@@ -60,8 +60,11 @@ struct Stamp {
 /// The check's state between the lock attempts of one runner.
 pub(super) struct SessionCheck {
     main: Stamp,
-    /// Open until the lock is taken and confirmed.
+    /// Open until the wait is over (closed then, after the lock is reported taken: a waiter
+    /// woken by the release does not make the hand-over wait for a goodbye).
     sibling: Option<(PgConnection, Stamp)>,
+    /// The lock was taken and confirmed in the stamped session.
+    confirmed: bool,
 }
 
 /// `SELECT` of this session's process id and token (empty when unset).
@@ -169,6 +172,7 @@ impl SessionCheck {
             Ok((main, sibling_stamp)) => Ok(SessionCheck {
                 main,
                 sibling: Some((sibling, sibling_stamp)),
+                confirmed: false,
             }),
             Err(suspect) => {
                 // Closed with the protocol's goodbye: the server logs no lost client.
@@ -178,16 +182,14 @@ impl SessionCheck {
         }
     }
 
-    /// Closes the second connection if it is still open (the lock was not taken, or its
-    /// confirmation failed); `true` when it was. A check without it is no longer whole.
+    /// Closes the second connection, cleanly, if it is still open. `false` when the lock was
+    /// not taken and confirmed: a check without its second connection is no longer whole, so
+    /// another attempt must start it over.
     pub(super) async fn close_sibling(&mut self) -> bool {
-        match self.sibling.take() {
-            Some((sibling, _)) => {
-                let _ = sibling.close().await;
-                true
-            }
-            None => false,
+        if let Some((sibling, _)) = self.sibling.take() {
+            let _ = sibling.close().await;
         }
+        self.confirmed
     }
 
     /// Tries the lock `key` (matched in `pg_locks` by `lock_match`) in the stamped session
@@ -235,10 +237,9 @@ impl SessionCheck {
             release_if_here(main, &self.main, key).await;
             return Err(suspect);
         }
-        // Confirmed: the second connection has done its job.
-        if let Some((sibling, _)) = self.sibling.take() {
-            let _ = sibling.close().await;
-        }
+        // Confirmed: the second connection has done its job, and is closed once the wait is
+        // over ([`SessionCheck::close_sibling`]).
+        self.confirmed = true;
         Ok(true)
     }
 

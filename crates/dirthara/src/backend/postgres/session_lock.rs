@@ -133,10 +133,10 @@ impl SessionLock for PgDriver {
         if let Some(listener) = self.listener.take() {
             listener.close().await;
         }
-        // Still open only when the lock was not taken (given up, or a failed check): closed
-        // cleanly, and a later attempt on this connection starts the check over.
+        // The pooler check's second connection, closed cleanly now that the lock is reported
+        // taken (or given up). Not taken: a later attempt on this connection starts over.
         if let Some(check) = self.session_check.as_mut() {
-            if check.close_sibling().await {
+            if !check.close_sibling().await {
                 self.session_check = None;
             }
         }
