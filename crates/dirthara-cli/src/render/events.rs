@@ -39,6 +39,7 @@ impl Renderer {
         match &event.kind {
             EventKind::Warning(w) => line(&warning_line(w)),
             EventKind::TableLockTimeout { .. } => line(&table_lock_line(&event.kind)),
+            EventKind::LockChosen { .. } => line(&lock_chosen_line(&event.kind)),
             EventKind::Unlocked { .. } => line(
                 "notice: running WITHOUT the migration lock (locking is off); nothing stops \
                  another runner from migrating at the same time",
@@ -108,14 +109,10 @@ impl Renderer {
             }
             return;
         }
+        if let Some(line) = never_silenced(&event.kind) {
+            return stderr_line(&line);
+        }
         match &event.kind {
-            EventKind::Warning(w) => stderr_line(&warning_line(w)),
-            EventKind::TableLockTimeout { .. } => stderr_line(&table_lock_line(&event.kind)),
-            // Like a warning, never silenced: `-q` must not hide that nothing protects the run.
-            EventKind::Unlocked { connection } => stderr_line(&format!(
-                "notice: running WITHOUT the migration lock on `{connection}` (locking is off); \
-                 nothing stops another runner from migrating at the same time"
-            )),
             _ if self.quiet => {}
             EventKind::ConnectionWaiting {
                 connection,
@@ -213,10 +210,13 @@ fn table_lock_line(event: &EventKind) -> String {
         name,
         direction,
         attempt,
+        waited,
+        rounded_from,
         table,
         blocker,
         retry_in,
         budget_left,
+        ..
     } = event
     else {
         return String::new();
@@ -227,13 +227,46 @@ fn table_lock_line(event: &EventKind) -> String {
     let holder = blocker
         .as_ref()
         .map_or_else(|| "another session".to_string(), |b| b.to_string());
+    let rounded = rounded_from.map_or_else(String::new, |asked| {
+        format!(
+            " (the {} asked for, rounded up: the database counts whole seconds)",
+            format_duration(asked)
+        )
+    });
     format!(
         "warning [TABLE_LOCK_TIMEOUT]: migration {version} ({name}) {direction}, attempt \
-         {attempt}, gave way to the application: {table} is locked by {holder}; trying again in \
-         {}, {} of the retry budget left",
+         {attempt}, gave way to the application after waiting {}{rounded}: {table} is locked \
+         by {holder}; trying again in {}, {} of the retry budget left",
+        format_duration(*waited),
         format_duration(*retry_in),
         format_duration(*budget_left)
     )
+}
+
+/// The line of an event that `-q` never hides: warnings, and what a run's operator must not
+/// miss — that nothing protects the run, or that it took another lock than the usual one.
+fn never_silenced(kind: &EventKind) -> Option<String> {
+    match kind {
+        EventKind::Warning(w) => Some(warning_line(w)),
+        EventKind::TableLockTimeout { .. } => Some(table_lock_line(kind)),
+        EventKind::LockChosen { .. } => Some(lock_chosen_line(kind)),
+        EventKind::Unlocked { connection } => Some(format!(
+            "notice: running WITHOUT the migration lock on `{connection}` (locking is off); \
+             nothing stops another runner from migrating at the same time"
+        )),
+        _ => None,
+    }
+}
+
+/// `locking = true` took another lock than the database's usual one, and why.
+fn lock_chosen_line(event: &EventKind) -> String {
+    let EventKind::LockChosen {
+        connection, reason, ..
+    } = event
+    else {
+        return String::new();
+    };
+    format!("notice: on `{connection}`, {reason}")
 }
 
 /// `wait`'s periodic word: how far the history is.
@@ -279,4 +312,34 @@ fn table_lock_freed_line(event: &EventKind) -> String {
          trying again now, {} before the pause would have ended, {wait}",
         format_duration(*pause_left)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lock_chosen_instead_of_the_usual_one_is_said_even_under_quiet() {
+        let chosen = EventKind::LockChosen {
+            connection: "default".into(),
+            strategy: dirthara::LockStrategy::Lease,
+            reason: "the server is CockroachDB, and its advisory-lock functions are documented \
+                     no-ops: taking the lease lock instead of the session lock"
+                .into(),
+        };
+        let line = never_silenced(&chosen).expect("never silenced");
+        assert!(
+            line.starts_with("notice: on `default`, the server is CockroachDB"),
+            "{line}"
+        );
+        let unlocked = EventKind::Unlocked {
+            connection: "default".into(),
+        };
+        assert!(never_silenced(&unlocked).unwrap().contains("WITHOUT the migration lock"));
+        let released = EventKind::LockReleased {
+            lock: "dirthara:migrations".into(),
+            connection: "default".into(),
+        };
+        assert_eq!(never_silenced(&released), None);
+    }
 }

@@ -39,6 +39,9 @@ pub(crate) struct MemoryDb {
     pub folds_records: bool,
     /// Atomic steps carry the session-lock check (PostgreSQL-like).
     pub checks_lock_in_step: bool,
+    /// The server fakes its session lock (CockroachDB-like): `locking = true` must take the
+    /// lease instead, and say so.
+    pub fakes_session_lock: bool,
     /// Markers carry the session-lock check (MySQL-like).
     pub checks_lock_in_marker: bool,
     /// Steps that carried the lock check, by number of the call (`step+record` calls).
@@ -178,7 +181,15 @@ fn apply_change(history: &mut Option<BTreeMap<i64, AppliedMigration>>, change: &
 #[async_trait]
 impl LockHost for MemoryBackend {
     fn lock_support(&self) -> LockSupport {
-        BackendKind::Memory.lock_support()
+        let mut support = BackendKind::Memory.lock_support();
+        if self.with(|db| db.fakes_session_lock) {
+            support.database = "CockroachDB";
+            support.session_lock = crate::lock::SessionLockSupport::Unreliable {
+                server: "CockroachDB",
+                reason: "its advisory-lock functions are documented no-ops",
+            };
+        }
+        support
     }
 
     fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {

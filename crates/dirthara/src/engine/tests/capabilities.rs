@@ -81,6 +81,51 @@ async fn a_marker_that_carries_the_lock_check_needs_no_separate_check_and_a_lost
 }
 
 #[tokio::test]
+async fn a_server_that_fakes_its_session_lock_gets_the_lease_and_the_run_says_so() {
+    let db = db();
+    db.lock().unwrap().fakes_session_lock = true;
+    let chosen = Arc::new(Mutex::new(Vec::new()));
+    let seen = chosen.clone();
+    let sink = EventSink::new(move |event| {
+        if let EventKind::LockChosen {
+            strategy, reason, ..
+        } = &event.kind
+        {
+            seen.lock().unwrap().push((*strategy, reason.clone()));
+        }
+    });
+    let report = migrator(&db, three())
+        .with_events(sink)
+        .migrate()
+        .await
+        .unwrap();
+    assert_eq!(report.lock, LockStrategy::Lease);
+    assert_eq!(report.applied.len(), 3);
+    let chosen = chosen.lock().unwrap().clone();
+    assert_eq!(chosen.len(), 1, "{chosen:?}");
+    assert_eq!(chosen[0].0, LockStrategy::Lease);
+    assert!(chosen[0].1.contains("CockroachDB"), "{chosen:?}");
+    assert!(
+        !calls(&db).contains(&"lock".to_string()),
+        "no session lock taken"
+    );
+    // Asked for by name, the session lock is refused before anything runs.
+    let db = self::db();
+    db.lock().unwrap().fakes_session_lock = true;
+    let mut config = migrator(&db, three()).config().clone();
+    config.locking = Locking::Session;
+    let err = Migrator::new(config)
+        .with_connector(Arc::new(MemoryConnector(db.clone())))
+        .with_migrations(three())
+        .migrate()
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::MigrationLockFailed, "{err}");
+    assert!(err.to_string().contains("--locking lease"), "{err}");
+    assert!(applied_versions(&db).is_empty());
+}
+
+#[tokio::test]
 async fn a_step_that_fails_on_its_own_while_carrying_the_check_keeps_its_own_error() {
     let db = db();
     db.lock().unwrap().checks_lock_in_step = true;
