@@ -61,6 +61,17 @@ async fn a_migration_gives_way_and_is_applied_once_the_blocker_is_gone(server: S
         "the blocker is named: {first}"
     );
     assert_eq!(first["table"], "users", "{first}");
+    // The wait as the database bounded it: MySQL counts whole seconds, and says so.
+    match server {
+        Server::Postgres => {
+            assert_eq!(first["waited_ms"], 500, "{first}");
+            assert!(first.get("rounded_from_ms").is_none(), "{first}");
+        }
+        _ => {
+            assert_eq!(first["waited_ms"], 1000, "{first}");
+            assert_eq!(first["rounded_from_ms"], 500, "{first}");
+        }
+    }
     // MariaDB (no metadata-lock instrumentation on the test server) can only guess.
     assert_eq!(
         blocker["likely"].as_bool().is_some(),

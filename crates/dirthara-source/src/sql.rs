@@ -184,6 +184,25 @@ pub fn is_blank(sql: &str, dialect: SqlDialect) -> bool {
     true
 }
 
+/// Whether `keyword` appears in `sql` as a word the database reads: not inside a comment,
+/// a string or a quoted identifier (ASCII case-insensitive).
+///
+/// ```
+/// use dirthara_source::sql::{has_keyword, SqlDialect::Postgres};
+/// assert!(has_keyword("CREATE INDEX CONCURRENTLY i ON t (c)", Postgres, "concurrently"));
+/// assert!(!has_keyword("-- not CONCURRENTLY\nCREATE INDEX i ON t (c)", Postgres, "CONCURRENTLY"));
+/// assert!(!has_keyword("SELECT 'CONCURRENTLY'", Postgres, "CONCURRENTLY"));
+/// ```
+pub fn has_keyword(sql: &str, dialect: SqlDialect, keyword: &str) -> bool {
+    let mut lx = Lexer::new(sql, dialect);
+    while let Some(tok) = lx.next_token() {
+        if lx.is_word(tok, keyword) {
+            return true;
+        }
+    }
+    false
+}
+
 fn scanned_blank(sql: &str, dialect: SqlDialect) -> bool {
     let scan = scan(sql, dialect, dialect == SqlDialect::MySql);
     scan.pieces.is_empty() && scan.error.is_none()

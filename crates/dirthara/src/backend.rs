@@ -145,6 +145,16 @@ impl BackendKind {
         }
     }
 
+    /// The unit a database of this kind bounds a statement's wait for a table lock in (see
+    /// [`Capabilities::lock_wait_unit`]): MySQL's `lock_wait_timeout` counts whole seconds,
+    /// PostgreSQL's `lock_timeout` milliseconds.
+    pub(crate) fn lock_wait_unit(self) -> std::time::Duration {
+        match self {
+            BackendKind::Mysql => std::time::Duration::from_secs(1),
+            _ => std::time::Duration::from_millis(1),
+        }
+    }
+
     /// Reached over the network, as opposed to a file (SQLite): connecting creates nothing.
     pub(crate) fn is_server(self) -> bool {
         matches!(

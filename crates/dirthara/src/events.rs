@@ -301,6 +301,19 @@ pub enum EventKind {
         direction: Direction,
         /// The attempt that gave way (1 for the first).
         attempt: u32,
+        /// How long its statement could wait for the lock: the timeout as the database
+        /// applied it (`waited_ms` in JSON).
+        #[serde(rename = "waited_ms", serialize_with = "serialize_ms")]
+        waited: Duration,
+        /// The timeout asked for, where the database could only bound the wait in coarser
+        /// units and rounded it up (MySQL counts whole seconds: 500 ms waits 1 s);
+        /// `rounded_from_ms` in JSON.
+        #[serde(
+            rename = "rounded_from_ms",
+            serialize_with = "serialize_opt_ms",
+            skip_serializing_if = "Option::is_none"
+        )]
+        rounded_from: Option<Duration>,
         /// The table it waited for, where the database said.
         #[serde(skip_serializing_if = "Option::is_none")]
         table: Option<String>,

@@ -172,6 +172,15 @@ pub struct PreviewStep {
         skip_serializing_if = "Option::is_none"
     )]
     pub table_lock_timeout: Option<std::time::Duration>,
+    /// The timeout asked for, where the database bounds lock waits in coarser units and
+    /// `table_lock_timeout` is it rounded up (MySQL counts whole seconds);
+    /// `table_lock_timeout_rounded_from_ms` in JSON.
+    #[serde(
+        rename = "table_lock_timeout_rounded_from_ms",
+        serialize_with = "serialize_opt_ms",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub table_lock_timeout_rounded_from: Option<std::time::Duration>,
     /// How an attempt that gave way is tried again (`whole step`, `from the statement that
     /// gave way`), for how long at most (`table_lock_retry_for`); or why it never is.
     #[serde(skip_serializing_if = "Option::is_none")]

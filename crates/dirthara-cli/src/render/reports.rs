@@ -102,8 +102,14 @@ impl Renderer {
             }
             match (step.table_lock_timeout, &step.retried) {
                 (Some(timeout), Some(retried)) => notes.push(format!(
-                    "gives way after waiting {} for a table lock; retried {retried}",
-                    dirthara::format_duration(timeout)
+                    "gives way after waiting {}{} for a table lock; retried {retried}",
+                    dirthara::format_duration(timeout),
+                    step.table_lock_timeout_rounded_from
+                        .map_or_else(String::new, |asked| format!(
+                            " (the {} asked for, rounded up: the database counts whole \
+                             seconds)",
+                            dirthara::format_duration(asked)
+                        ))
                 )),
                 (None, Some(why)) => notes.push(why.clone()),
                 _ => {}

@@ -9,9 +9,13 @@
 //! - [`traps`]: where hand-written retry wrappers went wrong — a migration's own timeout,
 //!   `RESET ALL`, the migration lock's wait, steps that are never retried;
 //! - [`pooler`]: through PgBouncer in transaction pooling, with `--locking lease`;
-//! - [`early`]: a pause cut short once the blocker is done.
+//! - [`early`]: a pause cut short once the blocker is done;
+//! - [`attempts`]: what each attempt keeps to — a later statement's blocker named, the lock
+//!   confirmed before every attempt, a file with its own transaction never retried, MySQL's
+//!   whole seconds said.
 #![allow(dead_code)]
 
+pub mod attempts;
 pub mod blockers;
 pub mod early;
 pub mod pooler;

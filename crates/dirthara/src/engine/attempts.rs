@@ -23,7 +23,7 @@ use crate::events::EventKind;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration};
 use crate::plan::retry::{self, Giving, Next, Retried, SoFar, StepShape};
-use crate::source::sql::{split_statements, SqlDialect};
+use crate::source::sql::{has_keyword, split_statements, SqlDialect};
 
 /// The first pause after an attempt that gave way, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
@@ -82,7 +82,13 @@ impl Session<'_> {
                 elapsed: started.elapsed(),
                 blocked,
             };
-            let after = match retry::next(timeout, budget, so_far, backoff.next_pause()) {
+            let after = match retry::next(
+                timeout,
+                budget,
+                so_far,
+                backoff.next_pause(),
+                fastrand::f64(),
+            ) {
                 Next::GiveUp => {
                     return Attempt::GaveUp {
                         failure,
@@ -92,11 +98,21 @@ impl Session<'_> {
                 }
                 Next::Retry { after } => after,
             };
+            let waited = this_timeout.unwrap_or(timeout);
+            let requested = requested_timeout(
+                self.migrator.config.table_lock_timeout,
+                prepared.migration,
+                prepared.direction,
+            );
             self.migrator.events.emit(EventKind::TableLockTimeout {
                 version: prepared.migration.version,
                 name: prepared.migration.name.clone(),
                 direction: prepared.direction,
                 attempt: made,
+                waited,
+                // Said where the database could not bound the wait as asked (MySQL's whole
+                // seconds), for an attempt that waited its full timeout.
+                rounded_from: requested.filter(|&r| r != waited && waited == timeout),
                 table: failure.error.table.clone(),
                 blocker: failure.error.blocker.clone(),
                 retry_in: after,
@@ -191,28 +207,58 @@ impl Session<'_> {
             prepared.direction,
             prepared.bracket,
             prepared.transactional,
-            (capabilities.table_locks, capabilities.transactional_ddl),
-            capabilities.sql_dialect,
+            Ground {
+                table_locks: capabilities.table_locks,
+                transactional_ddl: capabilities.transactional_ddl,
+                dialect: capabilities.sql_dialect,
+                lock_wait_unit: capabilities.lock_wait_unit,
+            },
         )
     }
 }
 
-/// How a step gives way: its own `-- dirthara:table-lock-timeout`, else `configured`, on a
-/// database that has table locks and DDL that is transactional or not, whose steps are read
-/// in `dialect`.
+/// The table-lock timeout a step asks for: its own `-- dirthara:table-lock-timeout`, else
+/// `configured`; `None`: none.
+pub(super) fn requested_timeout(
+    configured: Option<Duration>,
+    migration: &Migration,
+    direction: Direction,
+) -> Option<Duration> {
+    // Checked at load by the same parser, so only a well-formed value reaches here.
+    let directive = (migration.table_lock_timeout_in(direction))
+        .and_then(|text| TABLE_LOCK_TIMEOUT.read(text, Origin::Named("")).ok());
+    directive.unwrap_or(configured)
+}
+
+/// The database it runs on, as far as giving way goes: whether it has table locks, whether
+/// its DDL is transactional, the dialect its steps are read in, and the unit it bounds lock
+/// waits in.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ground {
+    pub table_locks: bool,
+    pub transactional_ddl: bool,
+    pub dialect: Option<SqlDialect>,
+    pub lock_wait_unit: Duration,
+}
+
+/// How a step gives way: under its [`requested_timeout`] as its database applies it, on
+/// `ground`.
 pub(super) fn giving_of(
     configured: Option<Duration>,
     migration: &Migration,
     direction: Direction,
     bracket: Bracket,
     transactional: bool,
-    (table_locks, transactional_ddl): (bool, bool),
-    dialect: Option<SqlDialect>,
+    ground: Ground,
 ) -> Giving {
-    // Checked at load by the same parser, so only a well-formed value reaches here.
-    let directive = (migration.table_lock_timeout_in(direction))
-        .and_then(|text| TABLE_LOCK_TIMEOUT.read(text, Origin::Named("")).ok());
-    let timeout = directive.unwrap_or(configured);
+    let Ground {
+        table_locks,
+        transactional_ddl,
+        dialect,
+        lock_wait_unit,
+    } = ground;
+    let timeout = requested_timeout(configured, migration, direction)
+        .map(|timeout| retry::as_applied(timeout, lock_wait_unit));
     let text = migration.step(direction).unwrap_or_default();
     let shape = StepShape {
         has_table_locks: table_locks && bracket != Bracket::RecordOnly,
@@ -220,7 +266,8 @@ pub(super) fn giving_of(
         own_transaction: migration.own_transaction_in(direction).is_some(),
         commits_each_statement: !transactional_ddl,
         statements: dialect.map_or(1, |dialect| split_statements(text, dialect).len()),
-        concurrently: text.to_ascii_uppercase().contains("CONCURRENTLY"),
+        // Read by the tokenizer: a comment or a string that says CONCURRENTLY builds nothing.
+        concurrently: dialect.is_some_and(|dialect| has_keyword(text, dialect, "CONCURRENTLY")),
     };
     retry::giving(timeout, shape)
 }

@@ -1,7 +1,7 @@
 //! The commands that only look: what a command, or adopting another tool's history, would do
 //! now. No lock is taken and nothing is changed, so the answer may be stale at once.
 
-use super::attempts::giving_of;
+use super::attempts::{giving_of, requested_timeout, Ground};
 use super::step::Bracket;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
@@ -69,15 +69,27 @@ impl Migrator {
             } else {
                 Bracket::Marked
             };
+            let ground = Ground {
+                table_locks: facts.0,
+                transactional_ddl: facts.1,
+                dialect: kind.and_then(crate::backend::BackendKind::sql_dialect),
+                lock_wait_unit: kind.map_or(
+                    std::time::Duration::ZERO,
+                    crate::backend::BackendKind::lock_wait_unit,
+                ),
+            };
             giving_of(
                 self.config.table_lock_timeout,
                 s.migration,
                 s.direction,
                 bracket,
                 s.transactional(),
-                facts,
-                kind.and_then(crate::backend::BackendKind::sql_dialect),
+                ground,
             )
+        };
+        let timeout_of = |s: &crate::plan::PlannedStep<'_>| match giving(s) {
+            Giving::After { timeout, .. } => Some(timeout),
+            Giving::Waits { .. } => None,
         };
         let connections: Vec<&str> = std::iter::once(self.config.history_connection.as_str())
             .chain(
@@ -113,10 +125,11 @@ impl Migrator {
                         .map(str::to_string),
                     reverses_nothing: s.reverses_nothing(),
                     out_of_order: s.out_of_order,
-                    table_lock_timeout: match giving(s) {
-                        Giving::After { timeout, .. } => Some(timeout),
-                        Giving::Waits { .. } => None,
-                    },
+                    table_lock_timeout: timeout_of(s),
+                    table_lock_timeout_rounded_from: timeout_of(s).and_then(|applied| {
+                        requested_timeout(self.config.table_lock_timeout, s.migration, s.direction)
+                            .filter(|&requested| requested != applied)
+                    }),
                     retried: retried(giving(s), self.config.table_lock_retry_for),
                     sql: s.text().to_string(),
                 })

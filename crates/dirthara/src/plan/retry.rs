@@ -98,6 +98,21 @@ pub(crate) fn giving(timeout: Option<Duration>, shape: StepShape) -> Giving {
     Giving::After { timeout, retried }
 }
 
+/// `timeout` as a database that bounds lock waits in whole `unit`s applies it: rounded up
+/// (MySQL's `lock_wait_timeout` counts seconds, so 500 ms is 1 s there). A zero unit bounds
+/// waits exactly.
+pub(crate) fn as_applied(timeout: Duration, unit: Duration) -> Duration {
+    if unit.is_zero() {
+        return timeout;
+    }
+    let units = timeout.as_nanos().div_ceil(unit.as_nanos()).max(1);
+    let nanos = units.saturating_mul(unit.as_nanos());
+    Duration::new(
+        u64::try_from(nanos / 1_000_000_000).unwrap_or(u64::MAX),
+        (nanos % 1_000_000_000) as u32,
+    )
+}
+
 /// The attempts made so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct SoFar {
@@ -117,15 +132,26 @@ pub(crate) enum Next {
 }
 
 /// After an attempt gave way: pause `backoff` (the next jittered exponential pause), or
-/// longer where the quarter rule needs it, unless that would run past `budget`.
-pub(crate) fn next(timeout: Duration, budget: Duration, so_far: SoFar, backoff: Duration) -> Next {
+/// longer where the quarter rule needs it, unless that would run past `budget`. `spread`, a
+/// random fraction in `0..1`, lengthens a pause the quarter decides by up to a tenth: the
+/// quarter alone would send runners that gave way together back together.
+pub(crate) fn next(
+    timeout: Duration,
+    budget: Duration,
+    so_far: SoFar,
+    backoff: Duration,
+    spread: f64,
+) -> Next {
     // After a pause p and one more attempt blocked for a whole timeout t, the share of time
     // spent blocking is (blocked + t) / (elapsed + p + t); it stays at most a quarter when
     // p >= 4 (blocked + t) - (elapsed + t).
     let quarter = (so_far.blocked.saturating_add(timeout))
         .saturating_mul(4)
         .saturating_sub(so_far.elapsed.saturating_add(timeout));
-    let after = backoff.max(quarter);
+    let after = match quarter > backoff {
+        true => quarter.saturating_add(quarter.mul_f64(spread.clamp(0.0, 1.0) / 10.0)),
+        false => backoff,
+    };
     if so_far.elapsed.saturating_add(after) >= budget {
         return Next::GiveUp;
     }
@@ -231,13 +257,26 @@ mod tests {
     }
 
     #[test]
+    fn a_timeout_is_rounded_up_to_what_the_database_can_bound() {
+        let ms = Duration::from_millis;
+        assert_eq!(as_applied(ms(500), SECOND), SECOND);
+        assert_eq!(as_applied(ms(2_000), SECOND), 2 * SECOND);
+        assert_eq!(as_applied(ms(2_001), SECOND), 3 * SECOND);
+        assert_eq!(as_applied(ms(1), ms(1)), ms(1));
+        assert_eq!(as_applied(Duration::from_micros(1_500), ms(1)), ms(2));
+        assert_eq!(as_applied(ms(1_234), Duration::ZERO), ms(1_234));
+        // The longest bounded wait (30 days) is far from any overflow.
+        as_applied(Duration::MAX, SECOND);
+    }
+
+    #[test]
     fn a_zero_budget_makes_one_attempt() {
         let after_one = SoFar {
             elapsed: 2 * SECOND,
             blocked: 2 * SECOND,
         };
         assert_eq!(
-            next(2 * SECOND, Duration::ZERO, after_one, SECOND / 2),
+            next(2 * SECOND, Duration::ZERO, after_one, SECOND / 2, 0.5),
             Next::GiveUp
         );
     }
@@ -247,13 +286,18 @@ mod tests {
         let timeout = 2 * SECOND;
         let mut so_far = SoFar::default();
         let mut backoff = SECOND / 2;
-        for _ in 0..50 {
+        for round in 0..50 {
+            let spread = f64::from(round % 7) / 7.0;
             // The attempt waits its whole timeout and gives way.
             so_far.elapsed += timeout;
             so_far.blocked += timeout;
-            match next(timeout, 3600 * SECOND, so_far, backoff) {
+            match next(timeout, 3600 * SECOND, so_far, backoff, spread) {
                 Next::Retry { after } => {
                     assert!(after >= backoff);
+                    // The quarter decides the first pause: six timeouts, spread by a tenth.
+                    if round == 0 {
+                        assert!(after >= 12 * SECOND && after <= 12 * SECOND * 11 / 10);
+                    }
                     so_far.elapsed += after;
                     // One more whole timeout after the pause keeps it within a quarter.
                     let share = (so_far.blocked + timeout).as_secs_f64()
@@ -267,14 +311,34 @@ mod tests {
     }
 
     #[test]
+    fn a_pause_the_quarter_decides_is_spread_but_a_backoff_pause_is_not() {
+        let after_one = SoFar {
+            elapsed: 2 * SECOND,
+            blocked: 2 * SECOND,
+        };
+        let pause =
+            |backoff, spread| match next(2 * SECOND, 600 * SECOND, after_one, backoff, spread) {
+                Next::Retry { after } => after,
+                Next::GiveUp => panic!("gave up within the budget"),
+            };
+        assert_eq!(pause(SECOND / 2, 0.0), 12 * SECOND);
+        assert_eq!(pause(SECOND / 2, 0.5), 12 * SECOND + 600 * SECOND / 1000);
+        // Longer than the quarter needs: the backoff's own (already jittered) pause stands.
+        assert_eq!(pause(20 * SECOND, 0.9), 20 * SECOND);
+    }
+
+    #[test]
     fn the_budget_ends_the_retries() {
         let so_far = SoFar {
             elapsed: 9 * SECOND,
             blocked: 2 * SECOND,
         };
-        assert_eq!(next(SECOND, 10 * SECOND, so_far, 2 * SECOND), Next::GiveUp);
+        assert_eq!(
+            next(SECOND, 10 * SECOND, so_far, 2 * SECOND, 0.5),
+            Next::GiveUp
+        );
         assert!(matches!(
-            next(SECOND, 30 * SECOND, so_far, 2 * SECOND),
+            next(SECOND, 30 * SECOND, so_far, 2 * SECOND, 0.5),
             Next::Retry { .. }
         ));
     }
@@ -314,7 +378,7 @@ mod tests {
             blocked: Duration::MAX,
         };
         assert_eq!(
-            next(Duration::MAX, Duration::MAX, so_far, Duration::MAX),
+            next(Duration::MAX, Duration::MAX, so_far, Duration::MAX, 1.0),
             Next::GiveUp
         );
         let room = SoFar {

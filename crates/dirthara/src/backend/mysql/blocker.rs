@@ -33,12 +33,17 @@ pub(super) async fn who_blocks(
     waiting: i64,
     metadata_lock_info: &mut Option<bool>,
 ) -> Option<(Option<String>, Blocker)> {
-    // What the waiting session runs, and for how long it has waited (whole seconds).
+    // What the waiting session runs, for how long it has waited (whole seconds), and whether
+    // it waits for a lock at all: a session busy with anything else is blocked by nobody.
     let sql = format!(
-        "SELECT CAST(INFO AS CHAR), CAST(TIME AS SIGNED), CAST(DATABASE() AS CHAR) \
-         FROM information_schema.PROCESSLIST WHERE ID = {waiting}"
+        "SELECT CAST(INFO AS CHAR), CAST(TIME AS SIGNED), CAST(DATABASE() AS CHAR), \
+         CAST(STATE AS CHAR) FROM information_schema.PROCESSLIST WHERE ID = {waiting}"
     );
     let row = conn.fetch_optional(sql.as_str()).await.ok()??;
+    let state = text_column(&row, 3).ok().flatten().unwrap_or_default();
+    if !(state.starts_with("Waiting for") && state.contains("lock")) {
+        return None;
+    }
     let statement = text_column(&row, 0).ok().flatten();
     let waited: i64 = row.try_get::<Option<i64>, _>(1).ok().flatten().unwrap_or(0);
     let here = text_column(&row, 2).ok().flatten().unwrap_or_default();

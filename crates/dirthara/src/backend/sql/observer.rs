@@ -1,9 +1,14 @@
 //! A step with a table-lock timeout, watched from a connection of our own: while a statement
 //! waits for its table lock, the observer asks who holds it (afterwards the wait is over and
 //! the database can no longer say); while the engine pauses before the next attempt, it asks
-//! whether that session is done. Opened the first time a statement has waited for its lock
-//! long enough to be asked about, and kept: a step that is merely quick never opens it, so a
-//! run (or a fleet's job) uses one connection, and two only while something blocks it.
+//! whether that session is done. Opened the first time a step has run long enough to be asked
+//! about, and kept: a step that is merely quick never opens it, so a run (or a fleet's job)
+//! uses one connection, and two only while something blocks or slows a step.
+//!
+//! It asks again and again while the step runs, a little more often than the timeout: a step
+//! of several statements may wait for its lock at any of them, and every wait that gives way
+//! lasts a whole timeout, so the last blocker named before a statement gives way was named
+//! while that statement waited.
 
 use std::time::Duration;
 
@@ -23,19 +28,17 @@ impl<D: SqlDriver> SqlBackend<D> {
         let opening = self.observer.is_none().then(|| self.driver.open_sibling());
         let mut observer = self.observer.take();
         let identity = self.driver.session_identity();
-        // Asked once the statement has waited most of its timeout: a step that is merely
-        // slow costs nothing, and a blocked one is still waiting when asked.
-        let delay = timeout.mul_f64(0.7).max(Duration::from_millis(20));
+        // Asked once a statement may have waited most of its timeout, and as often again: a
+        // step that is merely quick costs nothing, and a blocked statement is still waiting
+        // when asked at least once.
+        let every = timeout.mul_f64(0.7).max(Duration::from_millis(20));
         let mut seen = None;
         let result = {
             let running = self.run_step(step);
-            tokio::pin!(running);
+            let watching = watch(&mut observer, opening, &identity, every, &mut seen);
             tokio::select! {
-                result = &mut running => result,
-                found = watch(&mut observer, opening, &identity, delay) => {
-                    seen = found;
-                    running.await
-                }
+                result = running => result,
+                never = watching => match never {},
             }
         };
         self.observer = observer;
@@ -56,18 +59,30 @@ impl<D: SqlDriver> SqlBackend<D> {
     }
 }
 
-/// After `delay`, asks `observer` (opened now if need be, from `opening`) who blocks the
-/// session `identity`. Without an observer the step still runs; only the blocker goes
-/// unnamed.
+/// Every `every`, asks `observer` (opened the first time, from `opening`) who blocks the
+/// session `identity`, keeping the latest blocker named in `seen`, until the step ends (this future
+/// is then dropped). Without an observer the step still runs; only the blocker goes unnamed.
 async fn watch(
     observer: &mut Option<Box<dyn SqlDriver>>,
-    opening: Option<super::Sibling>,
+    mut opening: Option<super::Sibling>,
     identity: &str,
-    delay: Duration,
-) -> Option<(Option<String>, Blocker)> {
-    tokio::time::sleep(delay).await;
-    if let Some(opening) = opening.filter(|_| observer.is_none()) {
-        *observer = opening.await.ok();
+    every: Duration,
+    seen: &mut Option<(Option<String>, Blocker)>,
+) -> std::convert::Infallible {
+    loop {
+        tokio::time::sleep(every).await;
+        if observer.is_none() {
+            if let Some(opening) = opening.take() {
+                *observer = opening.await.ok();
+            }
+        }
+        let Some(observer) = observer.as_mut() else {
+            return std::future::pending().await;
+        };
+        // Only an answer that names someone replaces the last: one asked just after the
+        // statement gave way (while the step cleans up) finds nobody waiting.
+        if let Some(found) = observer.who_blocks(identity).await {
+            *seen = Some(found);
+        }
     }
-    observer.as_mut()?.who_blocks(identity).await
 }

@@ -5,7 +5,7 @@
 //!
 //! Pure: no I/O. Where the text cannot tell, it answers "may have changed something".
 
-use crate::source::sql::{transaction_control, SqlDialect, Statement};
+use crate::source::sql::{has_keyword, transaction_control, SqlDialect, Statement};
 
 /// The words that start a MySQL statement which never commits on its own: data changes and
 /// queries. Every other statement (DDL, `GRANT`, `LOCK TABLES`, `SET autocommit`, `CALL` of a
@@ -46,10 +46,9 @@ pub(crate) fn commits_implicitly(dialect: SqlDialect, statement: &str) -> bool {
 /// `INVALID` index behind), nor for a MySQL `DROP TABLE` of several tables (the ones before
 /// the failing one stay dropped).
 pub(crate) fn undone_when_it_fails(dialect: SqlDialect, statement: &str) -> bool {
-    let upper = statement.to_ascii_uppercase();
     match dialect {
-        SqlDialect::Postgres => !upper.contains("CONCURRENTLY"),
-        SqlDialect::MySql => !(first_word(statement) == "DROP" && upper.contains(',')),
+        SqlDialect::Postgres => !has_keyword(statement, dialect, "CONCURRENTLY"),
+        SqlDialect::MySql => !(first_word(statement) == "DROP" && statement.contains(',')),
         SqlDialect::Sqlite => true,
     }
 }
