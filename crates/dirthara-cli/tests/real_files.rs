@@ -695,8 +695,11 @@ async fn a_killed_mariadb_connection_is_reported_as_lost_and_the_migration_as_di
     loop {
         let running = db
             .strings(
+                // This test's database only: the server is shared, and another session's
+                // statement is never ours to end.
                 "SELECT CAST(ID AS CHAR) FROM information_schema.PROCESSLIST \
-                 WHERE INFO LIKE '%SLEEP(20)%' AND INFO NOT LIKE '%PROCESSLIST%'",
+                 WHERE DB = DATABASE() AND INFO LIKE '%SLEEP(20)%' \
+                 AND INFO NOT LIKE '%PROCESSLIST%'",
             )
             .await;
         if let Some(id) = running.first() {
