@@ -232,6 +232,56 @@ async fn only_a_step_that_may_have_committed_is_left_dirty(server: Server) {
             .contains("nowhere"),
         "the cause is quoted: {doc}"
     );
+    // The next operator sees why, in human output too, and `status` keeps the cause whole:
+    // the database's message and code, and the file's line.
+    let human = dirthara(&db.url, m.path(), &args).output().unwrap();
+    let (_, stderr) = text(&human);
+    assert!(stderr.contains("Error [DIRTY_MIGRATION]"), "{stderr}");
+    assert!(stderr.contains("nowhere") && stderr.contains("at line 4"), "{stderr}");
+    let mut status = vec!["status"];
+    status.extend(history);
+    let doc = ok(&db, m.path(), &status);
+    let failure = &doc["migrations"][0]["failure"];
+    assert_eq!(doc["migrations"][0]["state"], "dirty", "{doc}");
+    assert!(failure["message"].as_str().unwrap().contains("nowhere"), "{doc}");
+    let code = match server {
+        Server::Postgres => "42P01",
+        _ => "42S02",
+    };
+    assert_eq!(failure["code"], code, "{doc}");
+    assert_eq!(failure["line"], 4, "{doc}");
+    let human = dirthara(&db.url, m.path(), &status).output().unwrap();
+    let (stdout, _) = text(&human);
+    let said = format!("1 left dirty by: {}", failure["message"].as_str().unwrap());
+    assert!(stdout.contains(&said), "{said}: {stdout}");
+    assert!(stdout.contains(&format!("SQLSTATE {code}) at line 4")), "{stdout}");
+
+    // goose and dbmate files outside a transaction are sent statement by statement too: the
+    // first statement fails, and nothing of the rest ran (the table is not there).
+    let files = [
+        (
+            "1_goose.sql",
+            "-- +goose NO TRANSACTION\n-- +goose Up\nINSERT INTO nowhere VALUES (1);\nCREATE TABLE g (id INT);\n",
+            3,
+        ),
+        (
+            "1_dbmate.sql",
+            "-- migrate:up transaction:false\nINSERT INTO nowhere VALUES (1);\nCREATE TABLE d (id INT);\n\n-- migrate:down\n",
+            2,
+        ),
+    ];
+    for (name, body, line) in files {
+        let dir = support::scratch_dir();
+        std::fs::write(dir.path().join(name), body).unwrap();
+        let history = format!("h_{}", name.replace('.', "_"));
+        let (code, doc, _) = run(&db, dir.path(), &["migrate", "--history-table", &history]);
+        assert_eq!(code, 1, "{name}: {doc}");
+        assert_eq!(doc["error"]["migration"]["left_dirty"], false, "{name}: {doc}");
+        assert_eq!(doc["error"]["database"]["line"], line, "{name}: {doc}");
+        let (_, doc, _) = run(&db, dir.path(), &["status", "--history-table", &history]);
+        assert_eq!(doc["migrations"][0]["state"], "pending", "{name}: {doc}");
+    }
+    assert!(!db.tables().await.iter().any(|t| t == "g" || t == "d"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -290,6 +340,15 @@ fn located(server: Server) -> Vec<(&'static str, String, usize, Option<usize>)> 
                 "CREATE TABLE s (id INT);\n\nSELECT id FROM s WHERE nope = 1;\n".to_string(),
                 3,
                 Some(24),
+            ));
+            // A position inside a step sent statement by statement: the statement's own
+            // position, on the file's line (after the timeout's `SET LOCAL` sent with it).
+            cases.push((
+                "syntax_no_transaction",
+                "-- dirthara:no-transaction\nCREATE TABLE q (id INT);\n  SELECT id FROM q WHERE nope = 1;\n"
+                    .to_string(),
+                3,
+                Some(26),
             ));
         }
         _ => cases.push((
