@@ -264,8 +264,13 @@ async fn a_lease_forced_open_mid_migration_stops_the_holder_before_the_next(data
 
 // `lock_scenarios`, shared with the planted-fault tests.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_lost_lease_stops_the_run_before_its_next_migration_and_spares_the_new_holder() {
-    assert_held(lost_lease_spares_the_new_holder("").await);
+async fn postgres_a_lost_lease_stops_the_run_before_its_next_migration_and_spares_the_new_holder() {
+    assert_held(lost_lease_spares_the_new_holder(Server::Postgres, "").await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn mariadb_a_lost_lease_stops_the_run_before_its_next_migration_and_spares_the_new_holder() {
+    assert_held(lost_lease_spares_the_new_holder(Server::Mysql, "").await);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -202,11 +202,17 @@ fn a_lease_taken_while_held_is_caught_by_chaos_mongodb() {
 
 /// The runner whose lease was taken away deletes the next holder's lease as it lets go.
 #[test]
-fn a_lease_released_whoever_holds_it_is_caught_by_the_lost_lease_test() {
-    caught_by_scenario(
-        "lease_released_whoever_holds_it=return",
-        lock_scenarios::lost_lease_spares_the_new_holder,
-    );
+fn a_lease_released_whoever_holds_it_is_caught_by_the_lost_lease_test_postgres() {
+    caught_by_scenario("lease_released_whoever_holds_it=return", |faults| {
+        lock_scenarios::lost_lease_spares_the_new_holder(Server::Postgres, faults)
+    });
+}
+
+#[test]
+fn a_lease_released_whoever_holds_it_is_caught_by_the_lost_lease_test_mariadb() {
+    caught_by_scenario("lease_released_whoever_holds_it=return", |faults| {
+        lock_scenarios::lost_lease_spares_the_new_holder(Server::Mysql, faults)
+    });
 }
 
 // --- The lock confirmed before each migration.
@@ -229,11 +235,17 @@ fn a_lock_confirmed_blindly_is_caught_by_the_lost_lock_test_mysql() {
 
 /// The lease: renewed by owner id before each migration.
 #[test]
-fn a_lease_confirmed_blindly_is_caught_by_the_lost_lease_test() {
-    caught_by_scenario(
-        "lock_confirmed_blindly=return",
-        lock_scenarios::lost_lease_spares_the_new_holder,
-    );
+fn a_lease_confirmed_blindly_is_caught_by_the_lost_lease_test_postgres() {
+    caught_by_scenario("lock_confirmed_blindly=return", |faults| {
+        lock_scenarios::lost_lease_spares_the_new_holder(Server::Postgres, faults)
+    });
+}
+
+#[test]
+fn a_lease_confirmed_blindly_is_caught_by_the_lost_lease_test_mariadb() {
+    caught_by_scenario("lock_confirmed_blindly=return", |faults| {
+        lock_scenarios::lost_lease_spares_the_new_holder(Server::Mysql, faults)
+    });
 }
 
 // --- The history: a step and its record.

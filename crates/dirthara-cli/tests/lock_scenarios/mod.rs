@@ -79,24 +79,27 @@ pub async fn lock_released_by_a_migration(server: Server, faults: &str) -> Found
     Some(Ok(()))
 }
 
-/// A PostgreSQL lease taken away mid-migration (`unlock --force`, then another runner takes
-/// it): the first runner stops before its next migration, and leaves the new holder's lease
-/// alone as it lets go (release deletes only its own). `faults` are planted in that runner.
-pub async fn lost_lease_spares_the_new_holder(faults: &str) -> Found {
-    let db = TestDb::create(Server::Postgres).await?;
+/// A lease on `server` (PostgreSQL or MariaDB) taken away mid-migration (`unlock --force`,
+/// then another runner takes it): the first runner stops before its next migration, and
+/// leaves the new holder's lease alone as it lets go (release deletes only its own).
+/// `faults` are planted in that runner.
+pub async fn lost_lease_spares_the_new_holder(server: Server, faults: &str) -> Found {
+    let db = TestDb::create(server).await?;
     let m = Migrations::new();
-    m.add(1, "slow", "SELECT pg_sleep(2)", None);
+    m.add(1, "slow", &server.sleep(2.0), None);
     m.add(2, "next", "CREATE TABLE next_one (id INT)", None);
     let first = spawn(with_faults(
         dirthara(&db.url, m.path(), &["migrate", "--locking", "lease"]),
         faults,
     ));
     let started = Instant::now();
-    while db
-        .strings("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE '%pg_sleep(2)%' AND pid <> pg_backend_pid()")
-        .await
-        .is_empty()
-    {
+    let running = match server {
+        Server::Postgres => "SELECT query FROM pg_stat_activity WHERE datname = current_database() \
+             AND query LIKE '%pg_sleep(2%' AND pid <> pg_backend_pid()",
+        _ => "SELECT CAST(INFO AS CHAR) FROM information_schema.PROCESSLIST \
+             WHERE DB = DATABASE() AND INFO LIKE '%SLEEP(2%' AND ID <> CONNECTION_ID()",
+    };
+    while db.strings(running).await.is_empty() {
         assert!(started.elapsed() < Duration::from_secs(20), "never reached the sleep");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -115,10 +118,14 @@ pub async fn lost_lease_spares_the_new_holder(faults: &str) -> Found {
         "{:?}",
         text(&out)
     );
-    db.execute(
+    let in_ten_minutes = match server {
+        Server::Postgres => "now(), now() + interval '10 minutes'",
+        _ => "UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL 10 MINUTE",
+    };
+    db.execute(&format!(
         "INSERT INTO dirthara_migrations_lock (id, owner_id, hostname, pid, operation, acquired_at, expires_at) \
-         VALUES ('dirthara:migrations', 'intruder', 'other-host', 1, 'migrate', now(), now() + interval '10 minutes')",
-    )
+         VALUES ('dirthara:migrations', 'intruder', 'other-host', 1, 'migrate', {in_ten_minutes})"
+    ))
     .await;
 
     let first = wait_with_watchdog(first, Duration::from_secs(90));
