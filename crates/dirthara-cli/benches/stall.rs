@@ -194,7 +194,22 @@ async fn one_run(
     }
 }
 
-fn report(server: Server, mode: &str, run: &Run) {
+/// The targets for a run with the 2 s timeout; each as (what, held).
+fn targets(run: &Run, max: Duration) -> Vec<(&'static str, bool)> {
+    let share = run.blocked.as_secs_f64() / run.run.as_secs_f64();
+    vec![
+        ("largest latency <= timeout + 0.2 s", max <= Duration::from_millis(2_200)),
+        ("blocked <= 25 % of the run", share <= 0.25),
+        (
+            "finished within one backoff step (0.5 s) + 1 s of the blocker",
+            run.finished_after_blocker <= Duration::from_millis(1_500),
+        ),
+        ("applied exactly once", run.applied_once),
+    ]
+}
+
+/// Prints one run; with the timeout on, also its targets. `false` when one was missed.
+fn report(server: Server, mode: &str, run: &Run) -> bool {
     let mut sorted = run.latencies.clone();
     sorted.sort();
     let max = sorted.last().copied().unwrap_or_default();
@@ -218,6 +233,16 @@ fn report(server: Server, mode: &str, run: &Run) {
         },
         run.applied_once,
     );
+    if mode == "off" {
+        // Every other runner's behaviour: the figures to compare with, no target.
+        return run.applied_once;
+    }
+    let mut held = true;
+    for (what, ok) in targets(run, max) {
+        println!("          target {what}: {}", if ok { "met" } else { "MISSED" });
+        held &= ok;
+    }
+    held
 }
 
 fn main() {
@@ -242,6 +267,7 @@ fn main() {
             "blocker holds `users` for {:.0} s; client queries every 20 ms",
             hold.as_secs_f64()
         );
+        let mut missed = 0;
         for server in [Server::Postgres, Server::Mysql] {
             let Some(db) = TestDb::create(server).await else {
                 continue;
@@ -250,8 +276,12 @@ fn main() {
             db.execute("INSERT INTO users VALUES (1), (2), (3)").await;
             for (n, mode) in ["2s", "off"].into_iter().enumerate() {
                 let run = one_run(&db, &bin, mode, hold, n).await;
-                report(server, mode, &run);
+                missed += usize::from(!report(server, mode, &run));
             }
+        }
+        if missed > 0 {
+            eprintln!("{missed} run(s) missed a target");
+            std::process::exit(1);
         }
     });
 }
