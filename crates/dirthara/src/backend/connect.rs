@@ -53,7 +53,7 @@ pub(crate) struct ConnectRequest {
     /// PostgreSQL: the schema the session works in, set as its `search_path` before
     /// `init_sql` (a fleet target that is one schema of a database). Its history, lock and
     /// migrations then live there.
-    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    #[cfg_attr(not(feature = "postgres"), expect(dead_code))]
     pub schema: Option<String>,
 }
 
@@ -190,15 +190,7 @@ async fn connect_once(
 }
 
 /// A URL whose backend this build leaves out.
-#[cfg(any(
-    not(all(
-        feature = "sqlite",
-        feature = "postgres",
-        feature = "mysql",
-        feature = "mongodb"
-    )),
-    test
-))]
+#[cfg(any(not(every_backend), test))]
 fn not_built(feature: &str) -> ConnectFailure {
     ConnectFailure::refused(format!(
         "this build of dirthara was compiled without the `{feature}` feature"

@@ -73,7 +73,7 @@ pub(crate) enum Released {
 pub(crate) struct ReleaseFailure {
     pub(super) reason: String,
     /// What the database said, kept as the error's `source()`.
-    pub(super) cause: Option<Error>,
+    pub(super) cause: Error,
     /// A lease lapses by itself when its time runs out; a session lock goes with the session,
     /// which the engine closes next, but a failed unlock means something is wrong with it.
     pub lapses_by_itself: bool,
@@ -81,15 +81,12 @@ pub(crate) struct ReleaseFailure {
 
 impl ReleaseFailure {
     pub(crate) fn into_error(self, connection: &str) -> Error {
-        let error = Error::new(ErrorKind::LockFailed {
+        Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
             connection: connection.to_string(),
             reason: self.reason,
-        });
-        match self.cause {
-            Some(cause) => error.caused_by(cause),
-            None => error,
-        }
+        })
+        .caused_by(self.cause)
     }
 
     /// When the command itself succeeded, a lease that lapses by itself is only worth a warning.
@@ -222,7 +219,7 @@ impl HeldLock {
                             "releasing the lock failed ({error}); the database releases it when \
                              this session ends, which happens now"
                         ),
-                        cause: Some(error),
+                        cause: error,
                         lapses_by_itself: false,
                     })
             }

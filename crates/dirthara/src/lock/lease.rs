@@ -302,7 +302,7 @@ impl LeaseGuard {
                     "releasing the lease on `{LOCK_NAME}` failed ({error}); it lapses by itself \
                      when its time runs out"
                 ),
-                cause: Some(error),
+                cause: error,
                 lapses_by_itself: true,
             }),
         }
