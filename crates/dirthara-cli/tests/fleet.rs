@@ -461,14 +461,17 @@ impl<'de> Visitor<'de> for UniqueKeysVisitor {
 
 /// Each target's outcome, by name.
 fn outcomes(report: &Value) -> BTreeMap<String, String> {
-    (report["targets"].as_array().unwrap().iter())
-        .map(|t| {
-            (
-                t["name"].as_str().unwrap().to_string(),
-                t["outcome"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    let targets = report["targets"].as_array();
+    (targets
+        .unwrap_or_else(|| panic!("no targets: {report}"))
+        .iter())
+    .map(|t| {
+        (
+            t["name"].as_str().unwrap().to_string(),
+            t["outcome"].as_str().unwrap().to_string(),
+        )
+    })
+    .collect()
 }
 
 /// The target named `name` in a report.
