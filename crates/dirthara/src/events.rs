@@ -210,8 +210,9 @@ pub enum EventKind {
     ConnectionWaiting {
         /// The named connection being opened.
         connection: String,
-        /// Its URL, without the password.
-        target: String,
+        /// Its URL, without the password (`url`: in a fleet, the event's `target` is the
+        /// target's name).
+        url: String,
         /// Why the last attempt failed, in the driver's words.
         reason: String,
     },
@@ -484,9 +485,9 @@ fn trace_event(event: &Event) {
     match &event.kind {
         EventKind::ConnectionWaiting {
             connection,
-            target,
+            url,
             reason,
-        } => warn!(target: "dirthara", %connection, %target, %reason, "waiting for the database"),
+        } => warn!(target: "dirthara", %connection, %url, %reason, "waiting for the database"),
         EventKind::Unlocked { connection } => {
             warn!(target: "dirthara", %connection, "running without the migration lock")
         }

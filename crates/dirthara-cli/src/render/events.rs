@@ -116,10 +116,10 @@ impl Renderer {
             _ if self.quiet => {}
             EventKind::ConnectionWaiting {
                 connection,
-                target,
+                url,
                 reason,
             } => stderr_line(&format!(
-                "waiting for database `{connection}` at {target} to accept connections ({reason})"
+                "waiting for database `{connection}` at {url} to accept connections ({reason})"
             )),
             EventKind::LockWaiting {
                 lock,

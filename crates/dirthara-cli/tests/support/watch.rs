@@ -1,9 +1,11 @@
 //! A `dirthara ... --output ndjson` run watched while it runs: a test waits until the runner
-//! has reached a given event (inside migration 1, say) before it acts on the database.
+//! has reached a given event (inside migration 1, say), or has said something on stderr,
+//! before it acts on the database or the process.
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -13,7 +15,9 @@ use serde_json::Value;
 pub struct Watched {
     child: Child,
     lines: Receiver<String>,
-    stderr: JoinHandle<String>,
+    /// What it printed on stderr so far, read as it is printed.
+    stderr_so_far: Arc<Mutex<Vec<u8>>>,
+    stderr: JoinHandle<()>,
     /// Every event read so far, in order.
     pub events: Vec<Value>,
 }
@@ -66,16 +70,49 @@ impl Watched {
                 }
             }
         });
+        let stderr_so_far = Arc::new(Mutex::new(Vec::new()));
+        let written = Arc::clone(&stderr_so_far);
         let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text);
-            text
+            let mut buffer = [0; 4096];
+            while let Ok(n @ 1..) = err.read(&mut buffer) {
+                written.lock().unwrap().extend_from_slice(&buffer[..n]);
+            }
         });
         Watched {
             child,
             lines,
+            stderr_so_far,
             stderr,
             events: Vec::new(),
+        }
+    }
+
+    /// The process id of the run.
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Kills the run outright (SIGKILL on Unix).
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+    }
+
+    /// What it printed on stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr_so_far.lock().unwrap()).into_owned()
+    }
+
+    /// Reads the events printed since the last look, without waiting; whether the run's
+    /// output is still open.
+    pub fn poll(&mut self) -> bool {
+        loop {
+            match self.lines.try_recv() {
+                Ok(line) => self
+                    .events
+                    .push(serde_json::from_str(&line).unwrap_or(Value::String(line))),
+                Err(TryRecvError::Empty) => return true,
+                Err(TryRecvError::Disconnected) => return false,
+            }
         }
     }
 
@@ -134,10 +171,12 @@ impl Watched {
             self.events
                 .push(serde_json::from_str(&line).unwrap_or(Value::String(line)));
         }
+        let _ = self.stderr.join();
+        let stderr = String::from_utf8_lossy(&self.stderr_so_far.lock().unwrap()).into_owned();
         Ended {
             code: status.code(),
             events: self.events,
-            stderr: self.stderr.join().unwrap_or_default(),
+            stderr,
         }
     }
 }

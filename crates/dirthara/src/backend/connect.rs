@@ -152,7 +152,7 @@ impl Connector for UrlConnector {
             if elapsed >= announced {
                 events.emit(EventKind::ConnectionWaiting {
                     connection: request.name.clone(),
-                    target: redact_url(&request.url),
+                    url: redact_url(&request.url),
                     reason: redact_secrets_of(&request.url, &failure.message),
                 });
                 announced = elapsed.saturating_add(Duration::from_secs(5));

@@ -5,7 +5,10 @@
 //!   dirthara and is refused, a layout newer than this build is refused;
 //! - both are created under the lock, meta first (so a crash in between leaves a history
 //!   that is still ours); an older layout is upgraded in place under the lock, and read as
-//!   it is by the commands that take no lock;
+//!   it is by the commands that take no lock. Where DDL is not transactional (MySQL) the meta
+//!   table is there a moment before its layout row: a reader that finds no history table
+//!   reads no records, whatever the meta table holds so far (`wait` looks while a runner
+//!   creates them);
 //! - once both are known good on a connection they are not asked about again: only dirthara
 //!   creates or drops them, and only under the lock this session holds;
 //! - existence is asked of the catalog, never found out by a statement that fails: a server
@@ -29,6 +32,8 @@ pub(crate) trait HistoryTables: Send {
     async fn existing(&mut self) -> Result<(bool, bool)>;
     /// The meta table's layout version (an error when it has none).
     async fn layout_version(&mut self) -> Result<i64>;
+    /// The meta table's layout version; `None` when it has no readable one.
+    async fn written_layout(&mut self) -> Result<Option<i64>>;
     /// The meta table's layout version and the history's digest, in one round trip, for
     /// a history whose two tables exist. It reads only columns every layout has, so it never
     /// fails on an older layout. The digest is `None` when the server's answer is not what
@@ -106,6 +111,18 @@ impl Known {
         let (history, meta) = tables.existing().await?;
         let (connection, table) = tables.names();
         let (connection, table) = (connection.to_string(), table.to_string());
+        if !history {
+            // No records yet. A meta table without its layout row is a history being created
+            // where DDL is not transactional (MySQL commits the table before its row): what
+            // `wait` sees while a runner creates it, not a foreign table. A layout newer than
+            // this build is still refused.
+            if meta {
+                if let Some(layout) = tables.written_layout().await? {
+                    check_layout(&connection, &table, layout)?;
+                }
+            }
+            return Ok(None);
+        }
         let layout = match meta {
             true => {
                 let layout = tables.layout_version().await?;
@@ -114,9 +131,6 @@ impl Known {
             }
             false => HISTORY_LAYOUT_VERSION,
         };
-        if !history {
-            return Ok(None);
-        }
         if !meta {
             return Err(foreign_history(&connection, &table));
         }

@@ -55,10 +55,14 @@ struct FleetFile {
 }
 
 impl FleetFile {
-    /// Into `settings`, with a targets file taken from the configuration file's directory.
+    /// Into `settings`, with a targets file taken from the configuration file's directory
+    /// (`-`, standard input, as `--targets -` is).
     fn merge_into(self, settings: &mut FleetSettings, origin: &str, base: &Path) -> Result<()> {
         let sources = [
-            self.targets.map(|path| TargetSource::File(base.join(path))),
+            self.targets.map(|path| match path == Path::new("-") {
+                true => TargetSource::File(path),
+                false => TargetSource::File(base.join(path)),
+            }),
             self.schemas.map(TargetSource::Schemas),
             self.databases.map(TargetSource::Databases),
             self.targets_sql.map(TargetSource::Query),
@@ -294,6 +298,24 @@ mod tests {
                 .unwrap_err();
             assert!(err.to_string().contains(": expected "), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_fleet_targets_file_is_beside_the_configuration_file_and_dash_is_standard_input() {
+        let targets = |text: &str| {
+            let mut c = Config::default();
+            c.merge_toml(text, "dirthara.toml", Path::new("/p"))
+                .unwrap();
+            c.fleet.targets
+        };
+        assert_eq!(
+            targets("[fleet]\ntargets = \"tenants.txt\""),
+            Some(TargetSource::File(PathBuf::from("/p/tenants.txt")))
+        );
+        assert_eq!(
+            targets("[fleet]\ntargets = \"-\""),
+            Some(TargetSource::File(PathBuf::from("-")))
+        );
     }
 
     #[test]

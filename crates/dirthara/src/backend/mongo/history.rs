@@ -31,6 +31,15 @@ impl HistoryTables for MongoBackend {
     }
 
     async fn layout_version(&mut self) -> Result<i64> {
+        self.written_layout().await?.ok_or_else(|| {
+            Error::history(
+                &self.connection,
+                format!("`{}_meta` has no readable layout_version", self.table),
+            )
+        })
+    }
+
+    async fn written_layout(&mut self) -> Result<Option<i64>> {
         let meta = self
             .db
             .collection::<Document>(&format!("{}_meta", self.table));
@@ -38,18 +47,11 @@ impl HistoryTables for MongoBackend {
             .find_one(doc! { "_id": "layout_version" })
             .await
             .map_err(|e| self.error(e))?;
-        found
-            .and_then(|d| {
-                d.get("value")
-                    .and_then(Bson::as_i64)
-                    .or_else(|| d.get_i32("value").ok().map(i64::from))
-            })
-            .ok_or_else(|| {
-                Error::history(
-                    &self.connection,
-                    format!("`{}_meta` has no readable layout_version", self.table),
-                )
-            })
+        Ok(found.and_then(|d| {
+            d.get("value")
+                .and_then(Bson::as_i64)
+                .or_else(|| d.get_i32("value").ok().map(i64::from))
+        }))
     }
 
     /// The layout, then the digest by one aggregation. MongoDB has no hash function in its

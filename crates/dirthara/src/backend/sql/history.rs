@@ -47,6 +47,10 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
     }
 
     async fn layout_version(&mut self) -> Result<i64> {
+        self.written_layout().await?.ok_or_else(|| self.no_layout())
+    }
+
+    async fn written_layout(&mut self) -> Result<Option<i64>> {
         let sql = self.driver.dialect().layout_sql(&self.names);
         let rows = self
             .driver
@@ -54,9 +58,7 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             .await
             .map_err(|e| self.history_error(e))?;
         let value = rows.first().and_then(|r| r.first().cloned().flatten());
-        value
-            .and_then(|v| v.parse().ok())
-            .ok_or_else(|| self.no_layout())
+        Ok(value.and_then(|v| v.parse().ok()))
     }
 
     async fn create_meta(&mut self) -> Result<()> {
