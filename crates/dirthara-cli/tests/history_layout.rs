@@ -179,3 +179,26 @@ async fn mariadb_a_dirty_migration_quotes_its_cause_to_the_next_run_and_in_statu
         .unwrap();
     assert!(resolved.status.success(), "{:?}", text(&resolved));
 }
+
+/// A first run that died between creating the meta table and writing its layout row (MySQL
+/// commits the `CREATE TABLE` at once): `status` reads no records, and the next locked run
+/// finishes the meta table and applies, instead of refusing it as another tool's.
+#[tokio::test]
+async fn mariadb_a_first_run_that_died_before_the_layout_row_is_finished_by_the_next() {
+    let Some(db) = TestDb::create(Server::Mysql).await else {
+        return;
+    };
+    db.execute(
+        "CREATE TABLE dirthara_migrations_meta (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, \
+         meta_value VARCHAR(255) NOT NULL)",
+    )
+    .await;
+    let m = Migrations::new();
+    m.add(1, "first", "CREATE TABLE first_one (id INT)", None);
+    let status = dirthara(&db.url, m.path(), &["status"]).output().unwrap();
+    assert!(status.status.success(), "{:?}", text(&status));
+    let out = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert_eq!(layout(&db).await, "2");
+    assert!(db.tables().await.contains(&"first_one".to_string()));
+}

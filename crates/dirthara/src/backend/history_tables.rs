@@ -4,7 +4,8 @@
 //! - `<history>_meta` holds the layout version; a history without it was not created by
 //!   dirthara and is refused, a layout newer than this build is refused;
 //! - both are created under the lock, meta first (so a crash in between leaves a history
-//!   that is still ours); an older layout is upgraded in place under the lock, and read as
+//!   that is still ours, finished by the next locked run — also a meta table whose layout
+//!   row a crash kept from being written, where DDL commits on its own); an older layout is upgraded in place under the lock, and read as
 //!   it is by the commands that take no lock. Where DDL is not transactional (MySQL) the meta
 //!   table is there a moment before its layout row: a reader that finds no history table
 //!   reads no records, whatever the meta table holds so far (`wait` looks while a runner
@@ -40,6 +41,9 @@ pub(crate) trait HistoryTables: Send {
     /// the query makes (the records are then read).
     async fn layout_and_digest(&mut self) -> Result<(i64, Option<HistoryDigest>)>;
     async fn create_meta(&mut self) -> Result<()>;
+    /// Writes the meta table's layout row into a meta table that has none: finishes a
+    /// creation that died between the table and its row (MySQL commits each on its own).
+    async fn write_layout(&mut self) -> Result<()>;
     async fn create_history(&mut self) -> Result<()>;
     /// Brings a history of layout `from` to the current layout, in place. Called under the
     /// lock; safe to repeat after a run that died half-way.
@@ -164,7 +168,20 @@ impl Known {
                     }
                     Some(layout)
                 }
-                (_, true, _) => {
+                // No records yet, and a meta table without its layout row: a creation that died
+                // between the table and its row (MySQL commits each on its own). Ours: the
+                // row is written now, under the lock.
+                (false, true, _) => match tables.written_layout().await? {
+                    Some(layout) => {
+                        check_layout(&connection, &table, layout)?;
+                        Some(layout)
+                    }
+                    None => {
+                        tables.write_layout().await?;
+                        None
+                    }
+                },
+                (true, true, _) => {
                     let layout = tables.layout_version().await?;
                     check_layout(&connection, &table, layout)?;
                     Some(layout)

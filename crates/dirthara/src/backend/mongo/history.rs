@@ -84,6 +84,11 @@ impl HistoryTables for MongoBackend {
             .map_err(|e| self.error(e))
     }
 
+    /// The meta collection's one document is its layout: writing it is creating it.
+    async fn write_layout(&mut self) -> Result<()> {
+        self.create_meta().await
+    }
+
     async fn create_history(&mut self) -> Result<()> {
         self.db
             .create_collection(&self.table)

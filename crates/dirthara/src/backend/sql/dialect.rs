@@ -352,11 +352,19 @@ impl Dialect {
 
     pub fn create_meta_sql(self, names: &HistoryNames) -> String {
         format!(
-            "CREATE TABLE {m} (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, meta_value VARCHAR(255) NOT NULL);\n\
-             INSERT INTO {m} (meta_key, meta_value) VALUES ({k}, {v})",
-            m = names.meta,
-            k = self.literal(LAYOUT_KEY),
-            v = self.literal(&HISTORY_LAYOUT_VERSION.to_string()),
+            "CREATE TABLE {} (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, meta_value VARCHAR(255) NOT NULL);\n{}",
+            names.meta,
+            self.layout_row_sql(names)
+        )
+    }
+
+    /// The meta table's layout row, as [`Dialect::create_meta_sql`] writes it.
+    pub fn layout_row_sql(self, names: &HistoryNames) -> String {
+        format!(
+            "INSERT INTO {} (meta_key, meta_value) VALUES ({}, {})",
+            names.meta,
+            self.literal(LAYOUT_KEY),
+            self.literal(&HISTORY_LAYOUT_VERSION.to_string()),
         )
     }
 

@@ -69,6 +69,14 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             .map_err(|e| self.history_error(e))
     }
 
+    async fn write_layout(&mut self) -> Result<()> {
+        let sql = self.driver.dialect().layout_row_sql(&self.names);
+        self.driver
+            .execute(&sql)
+            .await
+            .map_err(|e| self.history_error(e))
+    }
+
     async fn create_history(&mut self) -> Result<()> {
         let sql = self.driver.dialect().create_history_sql(&self.names);
         self.driver
