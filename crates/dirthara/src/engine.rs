@@ -59,6 +59,9 @@ pub struct Migrator {
     /// PostgreSQL: the schema the history connection works in (a fleet target's), its
     /// `search_path`; `None`: the connection's own.
     schema: Option<String>,
+    /// The connections' kinds, already read from their URLs (a fleet reads each target's
+    /// once): used instead of reading them again.
+    parsed: Option<Connections>,
 }
 
 impl Migrator {
@@ -74,6 +77,7 @@ impl Migrator {
             shutdown: None,
             preloaded: None,
             schema: None,
+            parsed: None,
         }
     }
 
@@ -173,11 +177,13 @@ impl Migrator {
         config: Config,
         events: EventSink,
         schema: Option<String>,
+        connections: Connections,
     ) -> Self {
         Migrator {
             config,
             events,
             schema,
+            parsed: Some(connections),
             ..self.clone()
         }
     }
@@ -214,7 +220,10 @@ impl Migrator {
     }
 
     /// Each named connection's kind of database, from its URL: parsed once per command.
-    fn connections(&self) -> Connections {
+    pub(crate) fn connections(&self) -> Connections {
+        if let Some(parsed) = &self.parsed {
+            return parsed.clone();
+        }
         let kinds = (self.config.connections.iter())
             .map(|(name, url)| (name.clone(), BackendKind::from_url(url)))
             .collect();
@@ -416,6 +425,12 @@ pub(crate) struct Connections {
 }
 
 impl Connections {
+    /// These connections, with `name`'s URL (a fleet target's) read as `kind`.
+    pub(crate) fn with(mut self, name: &str, kind: Result<BackendKind>) -> Self {
+        self.kinds.insert(name.to_string(), kind);
+        self
+    }
+
     /// The kind of database connection `name` reaches; an error for a URL that names none,
     /// or for a connection without a URL.
     pub(crate) fn kind(&self, name: &str) -> Result<BackendKind> {

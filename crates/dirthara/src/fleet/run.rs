@@ -18,6 +18,7 @@ use tokio::task::JoinSet;
 use super::report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
 use super::{Fleet, FleetCommand, Target};
 use crate::backend::{BackendKind, Connector, ReusingConnector};
+use crate::engine::Connections;
 use crate::config::{Config, LockWait};
 use crate::engine::Migrator;
 use crate::error::{Code, Error, Result};
@@ -56,7 +57,13 @@ pub(super) async fn run(
     }
     let base = &fleet.migrator;
     let options = &fleet.options;
-    let loaded = preload(base, &targets, command)?;
+    // Each target's URL is read once, here: its migrator is given what was read.
+    let history = base.config().history_connection.as_str();
+    let shared = base.connections();
+    let parsed: Vec<Connections> = (targets.iter())
+        .map(|t| shared.clone().with(history, BackendKind::from_url(&t.url)))
+        .collect();
+    let loaded = preload(base, &targets, &parsed, command)?;
     base.events().emit(EventKind::FleetPlanned {
         operation: command.name().to_string(),
         targets: targets.len(),
@@ -73,6 +80,7 @@ pub(super) async fn run(
         base,
         reuse: Arc::clone(&reuse) as Arc<dyn Connector>,
         targets: &targets,
+        parsed: &parsed,
         command,
         loaded: &loaded,
         jobs: options.jobs.max(1),
@@ -120,14 +128,20 @@ type Loaded = BTreeMap<&'static str, (DownSteps, Arc<Vec<Migration>>)>;
 
 /// The migrations, loaded and checked once for each kind of database among the targets (in
 /// practice one): what each target's migrator then uses instead of loading again.
-fn preload(base: &Migrator, targets: &[Target], command: FleetCommand) -> Result<Loaded> {
+fn preload(
+    base: &Migrator,
+    targets: &[Target],
+    parsed: &[Connections],
+    command: FleetCommand,
+) -> Result<Loaded> {
     let downs = match command {
         FleetCommand::Run(command) | FleetCommand::Preview(command) => command.down_steps(),
         _ => DownSteps::Skip,
     };
     let mut loaded = BTreeMap::new();
-    for target in targets {
-        let kind = BackendKind::from_url(&target.url)?.name();
+    let history = base.config().history_connection.as_str();
+    for (target, connections) in targets.iter().zip(parsed) {
+        let kind = connections.kind(history)?.name();
         if loaded.contains_key(kind) {
             continue;
         }
@@ -135,6 +149,7 @@ fn preload(base: &Migrator, targets: &[Target], command: FleetCommand) -> Result
             target_config(base.config(), target),
             base.events().clone(),
             None,
+            connections.clone(),
         );
         loaded.insert(kind, (downs, migrator.preload(downs)?));
     }
@@ -155,6 +170,8 @@ struct Schedule<'a> {
     /// Opens the targets' connections, keeping clean ones for the next target.
     reuse: Arc<dyn Connector>,
     targets: &'a [Target],
+    /// Each target's connections, their URLs read once.
+    parsed: &'a [Connections],
     command: FleetCommand,
     loaded: &'a Loaded,
     jobs: usize,
@@ -237,9 +254,11 @@ impl Schedule<'_> {
             config.lock_wait = Some(LockWait::For(Duration::ZERO));
         }
         let events = self.base.events().for_target(&target.name);
-        let migrator = (self.base.for_target(config, events, target.schema.clone()))
+        let connections = self.parsed[index].clone();
+        let history = self.base.config().history_connection.as_str();
+        let kind = connections.kind(history).map(BackendKind::name);
+        let migrator = (self.base.for_target(config, events, target.schema.clone(), connections))
             .with_shared_connector(Arc::clone(&self.reuse));
-        let kind = BackendKind::from_url(&target.url).map(BackendKind::name);
         match kind.ok().and_then(|kind| self.loaded.get(kind)) {
             Some((downs, migrations)) => migrator.with_preloaded(*downs, Arc::clone(migrations)),
             None => migrator,
