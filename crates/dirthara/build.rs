@@ -16,7 +16,10 @@ fn main() {
     if sql || enabled("MONGODB") {
         println!("cargo::rustc-cfg=any_backend");
     }
-    if ["SQLITE", "POSTGRES", "MYSQL", "MONGODB"].into_iter().all(enabled) {
+    if ["SQLITE", "POSTGRES", "MYSQL", "MONGODB"]
+        .into_iter()
+        .all(enabled)
+    {
         println!("cargo::rustc-cfg=every_backend");
     }
 }

@@ -198,7 +198,10 @@ async fn one_run(
 fn targets(run: &Run, max: Duration) -> Vec<(&'static str, bool)> {
     let share = run.blocked.as_secs_f64() / run.run.as_secs_f64();
     vec![
-        ("largest latency <= timeout + 0.2 s", max <= Duration::from_millis(2_200)),
+        (
+            "largest latency <= timeout + 0.2 s",
+            max <= Duration::from_millis(2_200),
+        ),
         ("blocked <= 25 % of the run", share <= 0.25),
         (
             "finished within one backoff step (0.5 s) + 1 s of the blocker",
@@ -239,7 +242,10 @@ fn report(server: Server, mode: &str, run: &Run) -> bool {
     }
     let mut held = true;
     for (what, ok) in targets(run, max) {
-        println!("          target {what}: {}", if ok { "met" } else { "MISSED" });
+        println!(
+            "          target {what}: {}",
+            if ok { "met" } else { "MISSED" }
+        );
         held &= ok;
     }
     held

@@ -237,13 +237,19 @@ async fn only_a_step_that_may_have_committed_is_left_dirty(server: Server) {
     let human = dirthara(&db.url, m.path(), &args).output().unwrap();
     let (_, stderr) = text(&human);
     assert!(stderr.contains("Error [DIRTY_MIGRATION]"), "{stderr}");
-    assert!(stderr.contains("nowhere") && stderr.contains("at line 4"), "{stderr}");
+    assert!(
+        stderr.contains("nowhere") && stderr.contains("at line 4"),
+        "{stderr}"
+    );
     let mut status = vec!["status"];
     status.extend(history);
     let doc = ok(&db, m.path(), &status);
     let failure = &doc["migrations"][0]["failure"];
     assert_eq!(doc["migrations"][0]["state"], "dirty", "{doc}");
-    assert!(failure["message"].as_str().unwrap().contains("nowhere"), "{doc}");
+    assert!(
+        failure["message"].as_str().unwrap().contains("nowhere"),
+        "{doc}"
+    );
     let code = match server {
         Server::Postgres => "42P01",
         _ => "42S02",
@@ -254,7 +260,10 @@ async fn only_a_step_that_may_have_committed_is_left_dirty(server: Server) {
     let (stdout, _) = text(&human);
     let said = format!("1 left dirty by: {}", failure["message"].as_str().unwrap());
     assert!(stdout.contains(&said), "{said}: {stdout}");
-    assert!(stdout.contains(&format!("SQLSTATE {code}) at line 4")), "{stdout}");
+    assert!(
+        stdout.contains(&format!("SQLSTATE {code}) at line 4")),
+        "{stdout}"
+    );
 
     // goose and dbmate files outside a transaction are sent statement by statement too: the
     // first statement fails, and nothing of the rest ran (the table is not there).
@@ -276,7 +285,10 @@ async fn only_a_step_that_may_have_committed_is_left_dirty(server: Server) {
         let history = format!("h_{}", name.replace('.', "_"));
         let (code, doc, _) = run(&db, dir.path(), &["migrate", "--history-table", &history]);
         assert_eq!(code, 1, "{name}: {doc}");
-        assert_eq!(doc["error"]["migration"]["left_dirty"], false, "{name}: {doc}");
+        assert_eq!(
+            doc["error"]["migration"]["left_dirty"], false,
+            "{name}: {doc}"
+        );
         assert_eq!(doc["error"]["database"]["line"], line, "{name}: {doc}");
         let (_, doc, _) = run(&db, dir.path(), &["status", "--history-table", &history]);
         assert_eq!(doc["migrations"][0]["state"], "pending", "{name}: {doc}");

@@ -33,10 +33,28 @@ pub async fn noop_by_history(server: Server, bin: &Path, table: &mut Table) -> B
         thousand.push(ms(elapsed));
     }
     let ratio = median(&thousand) / median(&one);
+    // What reading the files alone costs: `cat` of the up files, 1,000 against 1 (a no-op
+    // must read each one, to compare its checksum with the history's).
+    let (cat_one, cat_thousand) = (
+        read_floor(small.path(), 2 * super::NOOP_REPS)?,
+        read_floor(large.path(), 2 * super::NOOP_REPS)?,
+    );
+    let reading = median(&cat_thousand) - median(&cat_one);
+    let gap = median(&thousand) - median(&one);
     table.add(
         format!("e. no-op, 1 applied, {}: CLI", server.label()),
         &one,
         vec![],
+    );
+    table.add(
+        format!("e. floor: cat of the 1 / {} up files", super::TRIVIAL),
+        &cat_thousand,
+        vec![format!(
+            "{:.1} ms more than cat of 1 file ({:.1} ms), against the no-op's {:.1} ms more",
+            reading,
+            median(&cat_one),
+            gap
+        )],
     );
     table.add(
         format!(
@@ -50,6 +68,30 @@ pub async fn noop_by_history(server: Server, bin: &Path, table: &mut Table) -> B
         )],
     );
     Ok(())
+}
+
+/// `cat` of every up file in `dir`, `reps` times: what a process pays to read them.
+fn read_floor(dir: &Path, reps: usize) -> BenchResult<Vec<f64>> {
+    let mut ups: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.to_string_lossy().ends_with(".up.sql"))
+        .collect();
+    ups.sort();
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        let started = std::time::Instant::now();
+        let status = std::process::Command::new("cat")
+            .args(&ups)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map_err(|e| format!("cat: {e}"))?;
+        if !status.success() {
+            return Err(format!("cat failed: {status}"));
+        }
+        times.push(ms(started.elapsed()));
+    }
+    Ok(times)
 }
 
 pub async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {

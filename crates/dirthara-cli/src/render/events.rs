@@ -335,7 +335,9 @@ mod tests {
         let unlocked = EventKind::Unlocked {
             connection: "default".into(),
         };
-        assert!(never_silenced(&unlocked).unwrap().contains("WITHOUT the migration lock"));
+        assert!(never_silenced(&unlocked)
+            .unwrap()
+            .contains("WITHOUT the migration lock"));
         let released = EventKind::LockReleased {
             lock: "dirthara:migrations".into(),
             connection: "default".into(),

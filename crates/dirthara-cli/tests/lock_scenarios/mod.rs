@@ -94,13 +94,20 @@ pub async fn lost_lease_spares_the_new_holder(server: Server, faults: &str) -> F
     ));
     let started = Instant::now();
     let running = match server {
-        Server::Postgres => "SELECT query FROM pg_stat_activity WHERE datname = current_database() \
-             AND query LIKE '%pg_sleep(2%' AND pid <> pg_backend_pid()",
-        _ => "SELECT CAST(INFO AS CHAR) FROM information_schema.PROCESSLIST \
-             WHERE DB = DATABASE() AND INFO LIKE '%SLEEP(2%' AND ID <> CONNECTION_ID()",
+        Server::Postgres => {
+            "SELECT query FROM pg_stat_activity WHERE datname = current_database() \
+             AND query LIKE '%pg_sleep(2%' AND pid <> pg_backend_pid()"
+        }
+        _ => {
+            "SELECT CAST(INFO AS CHAR) FROM information_schema.PROCESSLIST \
+             WHERE DB = DATABASE() AND INFO LIKE '%SLEEP(2%' AND ID <> CONNECTION_ID()"
+        }
     };
     while db.strings(running).await.is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(20), "never reached the sleep");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "never reached the sleep"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // An operator force-unlocks, and another runner takes the lease.

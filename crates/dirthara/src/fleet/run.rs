@@ -18,8 +18,8 @@ use tokio::task::JoinSet;
 use super::report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
 use super::{Fleet, FleetCommand, Target};
 use crate::backend::{BackendKind, Connector, ReusingConnector};
-use crate::engine::Connections;
 use crate::config::{Config, LockWait};
+use crate::engine::Connections;
 use crate::engine::Migrator;
 use crate::error::{Code, Error, Result};
 use crate::events::EventKind;
@@ -257,8 +257,10 @@ impl Schedule<'_> {
         let connections = self.parsed[index].clone();
         let history = self.base.config().history_connection.as_str();
         let kind = connections.kind(history).map(BackendKind::name);
-        let migrator = (self.base.for_target(config, events, target.schema.clone(), connections))
-            .with_shared_connector(Arc::clone(&self.reuse));
+        let migrator = (self
+            .base
+            .for_target(config, events, target.schema.clone(), connections))
+        .with_shared_connector(Arc::clone(&self.reuse));
         match kind.ok().and_then(|kind| self.loaded.get(kind)) {
             Some((downs, migrations)) => migrator.with_preloaded(*downs, Arc::clone(migrations)),
             None => migrator,
