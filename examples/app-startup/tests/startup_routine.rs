@@ -49,7 +49,7 @@ fn without_durations(text: &str) -> String {
 fn is_duration(text: &str) -> bool {
     let words: Vec<&str> = text.split(' ').collect();
     !words.is_empty()
-        && words.len() % 2 == 0
+        && words.len().is_multiple_of(2)
         && words.chunks(2).all(|pair| {
             pair[0].parse::<f64>().is_ok() && ["ms", "s", "min", "h"].contains(&pair[1])
         })
