@@ -20,7 +20,7 @@ use dirthara::config;
                   lock: use --locking lease, or --no-lock when a single runner is guaranteed.",
     propagate_version = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
     #[command(subcommand)]
@@ -28,7 +28,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Args)]
-pub struct GlobalArgs {
+pub(crate) struct GlobalArgs {
     /// Database URL of the `default` connection (postgres://, mysql://, mariadb://, sqlite:,
     /// mongodb://, mongodb+srv://)
     #[arg(
@@ -118,7 +118,7 @@ pub struct GlobalArgs {
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Fleets (many databases or schemas)")]
 #[command(group(ArgGroup::new("fleet_source").args(["targets", "schemas", "databases", "targets_sql"])))]
-pub struct FleetArgs {
+pub(crate) struct FleetArgs {
     /// Every target of FILE: one a line, `name url` or just `url`, `#` comments; - for stdin
     #[arg(long, value_name = "FILE", global = true)]
     pub targets: Option<PathBuf>,
@@ -188,7 +188,7 @@ fn locking_parser() -> impl clap::builder::TypedValueParser<Value = dirthara::Lo
 /// A flag taking a duration, read by `setting`'s parser.
 /// `--table-lock-timeout`: a duration, or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TableLockTimeout(pub Option<Duration>);
+pub(crate) struct TableLockTimeout(pub Option<Duration>);
 
 fn parse_table_lock_timeout(text: &str) -> Result<TableLockTimeout, String> {
     config::TABLE_LOCK_TIMEOUT
@@ -218,14 +218,14 @@ fn parse_until(text: &str) -> Result<dirthara::WaitFor, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OutputFormat {
+pub(crate) enum OutputFormat {
     Human,
     Json,
     Ndjson,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Apply every pending migration, in version order, as one new batch
     #[command(visible_alias = "up")]
     Migrate,
@@ -307,7 +307,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("scope").args(["steps", "to", "all"])))]
-pub struct RollbackArgs {
+pub(crate) struct RollbackArgs {
     /// Reverse the N most recently applied migrations
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub steps: Option<u64>,
@@ -320,7 +320,7 @@ pub struct RollbackArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PreviewCommand {
+pub(crate) enum PreviewCommand {
     #[command(visible_alias = "up")]
     Migrate,
     Rollback(RollbackArgs),
@@ -336,7 +336,7 @@ pub enum PreviewCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct BaselineArgs {
+pub(crate) struct BaselineArgs {
     /// Record every migration up to this version
     #[arg(
         value_name = "VERSION",
@@ -349,7 +349,7 @@ pub struct BaselineArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct OptionalFromArgs {
+pub(crate) struct OptionalFromArgs {
     /// Adopt another tool's history: record every migration it applied (read from its own
     /// table on the history connection, which is left untouched)
     #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::Tool::NAMES))]
@@ -360,7 +360,7 @@ pub struct OptionalFromArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct FromArgs {
+pub(crate) struct FromArgs {
     /// The tool whose history would be adopted
     #[arg(long, value_name = "TOOL", value_parser = clap::builder::PossibleValuesParser::new(dirthara::Tool::NAMES))]
     pub from: String,

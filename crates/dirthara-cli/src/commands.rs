@@ -17,7 +17,7 @@ use crate::scaffold::create_migration;
 use crate::settings::{build_config, new_migration_dir};
 use dirthara_source::scaffold::Template;
 
-pub async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure> {
+pub(crate) async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure> {
     let signal = Arc::new(AtomicU8::new(0));
     let result = run(cli, renderer, signal.clone()).await;
     result.map_err(|error| Failure {
@@ -153,7 +153,7 @@ fn write_document(
 }
 
 /// `wait --timeout`, held to its setting's bound.
-pub fn wait_timeout(
+pub(crate) fn wait_timeout(
     timeout: Option<std::time::Duration>,
 ) -> Result<Option<std::time::Duration>, CliError> {
     let Some(timeout) = timeout else {
@@ -163,7 +163,7 @@ pub fn wait_timeout(
     Ok(Some(dirthara::config::WAIT_TIMEOUT.accept(timeout, flag)?))
 }
 
-pub fn rollback_scope(args: &RollbackArgs) -> RollbackScope {
+pub(crate) fn rollback_scope(args: &RollbackArgs) -> RollbackScope {
     match (args.steps, args.to, args.all) {
         (Some(n), _, _) => RollbackScope::Steps(n as usize),
         (_, Some(v), _) => RollbackScope::To(v),
@@ -244,7 +244,7 @@ fn confirm_fresh(migrator: &Migrator, force: bool) -> Result<(), NotConfirmed> {
     }
 }
 
-pub fn adopt_source(tool: &str, table: Option<String>) -> dirthara::AdoptSource {
+pub(crate) fn adopt_source(tool: &str, table: Option<String>) -> dirthara::AdoptSource {
     let tool = dirthara::Tool::parse(tool).expect("clap only accepts known tools");
     let source = dirthara::AdoptSource::new(tool);
     match table {

@@ -10,10 +10,10 @@ use serde::ser::SerializeMap;
 
 /// The code of a failed read or write by the CLI itself. The library has no such code: it
 /// writes to databases only, and reports their failures under codes of its own.
-pub const IO_ERROR: &str = "IO_ERROR";
+pub(crate) const IO_ERROR: &str = "IO_ERROR";
 
 #[derive(Debug, thiserror::Error)]
-pub enum CliError {
+pub(crate) enum CliError {
     /// From the library, printed exactly as the library describes it.
     #[error(transparent)]
     Library(#[from] dirthara::Error),
@@ -43,7 +43,7 @@ pub enum CliError {
 
 /// A fleet run that did not succeed on every target (the report printed before says which).
 #[derive(Debug, thiserror::Error)]
-pub struct FleetIncomplete {
+pub(crate) struct FleetIncomplete {
     pub targets: usize,
     pub failed: usize,
     pub skipped: usize,
@@ -70,13 +70,13 @@ impl fmt::Display for FleetIncomplete {
 }
 
 impl CliError {
-    pub fn io(action: IoAction) -> impl FnOnce(std::io::Error) -> CliError {
+    pub(crate) fn io(action: IoAction) -> impl FnOnce(std::io::Error) -> CliError {
         move |source| CliError::Io { action, source }
     }
 
     /// The code printed in `Error [CODE]`: the user's input or configuration is at fault
     /// (`CONFIG_ERROR`), or the system is (`IO_ERROR`).
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             CliError::Library(error) => error.code().as_str(),
             CliError::Io { .. } => IO_ERROR,
@@ -91,7 +91,7 @@ impl CliError {
     }
 
     /// Whether a signal stopped the run (and so decides the exit code).
-    pub fn is_interrupted(&self) -> bool {
+    pub(crate) fn is_interrupted(&self) -> bool {
         match self {
             CliError::Library(error) => error.code() == dirthara::Code::Interrupted,
             CliError::FleetIncomplete(incomplete) => incomplete.interrupted,
@@ -102,7 +102,7 @@ impl CliError {
 
 /// What the CLI was doing when the operating system said no.
 #[derive(Debug)]
-pub enum IoAction {
+pub(crate) enum IoAction {
     StartRuntime,
     /// A whole document written to stdout, named as the user knows it.
     WriteStdout(&'static str),
@@ -130,7 +130,7 @@ impl fmt::Display for IoAction {
 
 /// `fresh` destroys data, so it runs only when confirmed.
 #[derive(Debug, thiserror::Error)]
-pub enum NotConfirmed {
+pub(crate) enum NotConfirmed {
     #[error(
         "`fresh` drops every table of {database}; there is no terminal to confirm on, so pass \
          --force to confirm"
@@ -145,7 +145,7 @@ pub enum NotConfirmed {
 
 /// `dirthara new` cannot write what was asked for, where it was asked for.
 #[derive(Debug, thiserror::Error)]
-pub enum NewRefused {
+pub(crate) enum NewRefused {
     #[error("`new {name}`: {reason}")]
     BadName { name: String, reason: String },
     #[error(

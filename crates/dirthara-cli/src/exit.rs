@@ -7,14 +7,14 @@ use crate::error::CliError;
 
 /// A signal that asked the run to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Signal {
+pub(crate) enum Signal {
     Interrupt,
     Terminate,
 }
 
 impl Signal {
     /// 128 + the signal's number, as shells report a process a signal ended.
-    pub fn exit_code(self) -> u8 {
+    pub(crate) fn exit_code(self) -> u8 {
         match self {
             Signal::Interrupt => 130,
             Signal::Terminate => 143,
@@ -23,13 +23,13 @@ impl Signal {
 }
 
 /// A failed command: its error, and the signal that stopped it, if one did.
-pub struct Failure {
+pub(crate) struct Failure {
     pub error: CliError,
     pub signal: Option<Signal>,
 }
 
 /// The exit code of a command that ended with `outcome`.
-pub fn exit_code(outcome: &Result<(), Failure>) -> ExitCode {
+pub(crate) fn exit_code(outcome: &Result<(), Failure>) -> ExitCode {
     let Err(failure) = outcome else {
         return ExitCode::SUCCESS;
     };
@@ -42,11 +42,11 @@ pub fn exit_code(outcome: &Result<(), Failure>) -> ExitCode {
 }
 
 /// A second signal aborts at once: the running step is cut off mid-way.
-pub fn abort(signal: Signal) -> ! {
+pub(crate) fn abort(signal: Signal) -> ! {
     std::process::exit(i32::from(signal.exit_code()))
 }
 
 /// The runtime could not even start.
-pub fn failed_to_start() -> ExitCode {
+pub(crate) fn failed_to_start() -> ExitCode {
     ExitCode::FAILURE
 }

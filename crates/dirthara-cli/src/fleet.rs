@@ -10,7 +10,7 @@ use crate::commands::{rollback_scope, wait_timeout};
 use crate::error::{CliError, FleetIncomplete};
 use crate::render::Renderer;
 
-pub async fn run(
+pub(crate) async fn run(
     command: Command,
     migrator: Migrator,
     source: &TargetSource,

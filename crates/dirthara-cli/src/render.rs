@@ -15,7 +15,7 @@ use crate::cli::OutputFormat;
 use crate::error::CliError;
 
 #[derive(Debug, Clone, Copy)]
-pub struct Renderer {
+pub(crate) struct Renderer {
     pub format: OutputFormat,
     pub quiet: bool,
     pub verbose: u8,
@@ -84,7 +84,7 @@ impl Renderer {
     }
 
     /// `Error [CODE]: message`, with any secondary failure and what was completed under it.
-    pub fn error(&self, error: &CliError) {
+    pub(crate) fn error(&self, error: &CliError) {
         let mut text = format!(
             "{} [{}]: {error}",
             paint("Error", ERROR_STYLE),

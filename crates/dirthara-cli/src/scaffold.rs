@@ -11,7 +11,7 @@ use dirthara_source::scaffold::{new_migration_files, NewMigration, Refusal, Temp
 use crate::error::{CliError, IoAction, NewRefused};
 
 /// What `new` wrote, and what to know about it.
-pub struct Created {
+pub(crate) struct Created {
     /// The files written, the up step first.
     pub paths: Vec<PathBuf>,
     /// Notices for stderr: the template is refused until filled in; a `V<n>__` directory
@@ -23,7 +23,7 @@ pub struct Created {
 /// `format` in dirthara.toml), or in the layout detected from `dir`'s files when `None`.
 /// Which files, named how and holding what, is the layout's rule (`dirthara_source::scaffold`);
 /// here they are written, never over an existing file.
-pub fn create_migration(
+pub(crate) fn create_migration(
     dir: &Path,
     declared: Option<Layout>,
     name: &str,

@@ -15,7 +15,7 @@ use crate::cli::{FleetArgs, GlobalArgs};
 
 const DEFAULT_CONFIG_FILE: &str = "dirthara.toml";
 
-pub fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
+pub(crate) fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     let mut config = Config::default();
     match &args.config {
         Some(path) => config.merge_file(path)?,
@@ -154,7 +154,7 @@ fn setting_variables(
 }
 
 /// Where `new` writes: the first configured directory.
-pub fn new_migration_dir(config: &Config) -> Result<PathBuf, Error> {
+pub(crate) fn new_migration_dir(config: &Config) -> Result<PathBuf, Error> {
     config.directories.first().cloned().ok_or_else(|| {
         dirthara::Error::new(dirthara::ErrorKind::Config {
             message: "no migration directory is configured (`directories` is empty); pass --dir"

@@ -71,14 +71,14 @@ pub(crate) struct Findings {
 }
 
 impl Findings {
-    pub fn problem(&mut self, file: impl Into<PathBuf>, reason: impl Into<String>) {
+    pub(crate) fn problem(&mut self, file: impl Into<PathBuf>, reason: impl Into<String>) {
         self.problems.push(Problem {
             file: file.into(),
             reason: reason.into(),
         });
     }
 
-    pub fn skip(&mut self, path: impl Into<PathBuf>, reason: impl Into<String>) {
+    pub(crate) fn skip(&mut self, path: impl Into<PathBuf>, reason: impl Into<String>) {
         self.skipped.push(Skipped {
             path: path.into(),
             reason: reason.into(),

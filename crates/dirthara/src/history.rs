@@ -11,7 +11,7 @@ pub(crate) use digest::HistoryDigest;
 ///
 /// - 1: the first layout.
 /// - 2: a `failure` column (field on MongoDB): the error that left a record `running`.
-pub const HISTORY_LAYOUT_VERSION: i64 = 2;
+pub(crate) const HISTORY_LAYOUT_VERSION: i64 = 2;
 
 /// The default name of the history table/collection.
 pub const DEFAULT_HISTORY_TABLE: &str = "dirthara_migrations";
@@ -114,7 +114,7 @@ impl std::fmt::Display for RecordedFailure {
 
 /// One row of the history.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AppliedMigration {
+pub(crate) struct AppliedMigration {
     pub version: i64,
     pub name: String,
     pub checksum: String,
@@ -131,7 +131,7 @@ pub struct AppliedMigration {
 
 /// A record the engine writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewRecord {
+pub(crate) struct NewRecord {
     pub version: i64,
     pub name: String,
     pub checksum: String,
@@ -144,7 +144,7 @@ pub struct NewRecord {
 
 /// A change to the history, as the engine asks a backend to make it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HistoryChange {
+pub(crate) enum HistoryChange {
     /// Record a migration (as `running` before a non-transactional step, or `applied`).
     Insert(NewRecord),
     /// A `running` record's step finished.
@@ -165,7 +165,7 @@ pub enum HistoryChange {
 
 impl HistoryChange {
     /// This change, with an unmeasured duration filled in.
-    pub fn measured(&self, elapsed: std::time::Duration) -> HistoryChange {
+    pub(crate) fn measured(&self, elapsed: std::time::Duration) -> HistoryChange {
         match self {
             HistoryChange::Insert(record) if record.duration_ms.is_none() => {
                 HistoryChange::Insert(NewRecord {
@@ -207,7 +207,7 @@ pub(crate) fn foreign_history(connection: &str, table: &str) -> crate::Error {
 }
 
 /// Identifies this runner in the history and in lock diagnostics: `host:pid dirthara/x.y.z`.
-pub fn runner_identity() -> String {
+pub(crate) fn runner_identity() -> String {
     format!(
         "{}:{} dirthara/{}",
         crate::hostname(),

@@ -38,13 +38,13 @@ pub(crate) use session::SessionLock;
 pub(crate) use strategy::{resolve_strategy, LockSupport, SessionLockSupport};
 pub(crate) use wait::Waiting;
 
-pub use crate::report::LockStrategy;
+pub(crate) use crate::report::LockStrategy;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::{EventKind, LockHolder};
 
 /// The lock's name, the same for every runner of every application.
-pub const LOCK_NAME: &str = "dirthara:migrations";
+pub(crate) const LOCK_NAME: &str = "dirthara:migrations";
 
 /// Longest pause between two attempts at a session lock, in case a release notification is
 /// missed (or the holder died and the server released its lock without notifying anyone).

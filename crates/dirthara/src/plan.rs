@@ -15,7 +15,7 @@ use crate::migration::{Direction, DownSteps, Migration};
 mod adoption;
 mod records;
 pub(crate) mod retry;
-pub use adoption::{plan_adoption, AdoptionPlan, ForeignFailure, ForeignHistory, Through};
+pub(crate) use adoption::{plan_adoption, AdoptionPlan, ForeignFailure, ForeignHistory, Through};
 pub use records::Resolution;
 pub(crate) use records::{plan_baseline, plan_resolution, recorded_without_running, Recording};
 
@@ -74,14 +74,14 @@ impl Command {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PlanOptions {
+pub(crate) struct PlanOptions {
     /// Refuse pending migrations older than the newest applied one instead of warning.
     pub strict: bool,
 }
 
 /// One step of a plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedStep<'a> {
+pub(crate) struct PlannedStep<'a> {
     pub direction: Direction,
     pub migration: &'a Migration,
     /// An up step for a migration older than the newest one applied (merged from a branch).
@@ -90,18 +90,18 @@ pub struct PlannedStep<'a> {
 
 impl PlannedStep<'_> {
     /// A down step that is empty or only comments: recorded without sending anything.
-    pub fn reverses_nothing(&self) -> bool {
+    pub(crate) fn reverses_nothing(&self) -> bool {
         self.direction == Direction::Down
             && (self.migration.down.as_ref()).is_some_and(|down| down.is_blank)
     }
 
     /// Whether the step may share one transaction with its history record.
-    pub fn transactional(&self) -> bool {
+    pub(crate) fn transactional(&self) -> bool {
         self.migration.transactional_in(self.direction)
     }
 
     /// The SQL (or commands) this step runs.
-    pub fn text(&self) -> &str {
+    pub(crate) fn text(&self) -> &str {
         self.migration
             .step(self.direction)
             .expect("the planner only plans down steps that exist")
@@ -110,7 +110,7 @@ impl PlannedStep<'_> {
 
 /// What a command will do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Plan<'a> {
+pub(crate) struct Plan<'a> {
     /// `fresh`: drop every table of the history connection's database first.
     pub drop_all: bool,
     pub steps: Vec<PlannedStep<'a>>,
@@ -133,7 +133,7 @@ impl Plan<'_> {
 /// migration whose file is missing or changed, a target version nobody knows, a reversal
 /// of a migration without a down step, and (with `strict`) out-of-order pending migrations.
 /// `fresh` ignores the history, which it is about to drop.
-pub fn plan<'a>(
+pub(crate) fn plan<'a>(
     available: &'a [Migration],
     applied: &[AppliedMigration],
     command: Command,
@@ -292,7 +292,7 @@ fn pending<'a>(
 
 /// Applied records in the reverse of the order they were applied: newest batch first, and
 /// within a batch (applied in version order) the highest version first.
-pub fn newest_first(applied: &[AppliedMigration]) -> Vec<&AppliedMigration> {
+pub(crate) fn newest_first(applied: &[AppliedMigration]) -> Vec<&AppliedMigration> {
     let mut records: Vec<&AppliedMigration> = applied.iter().collect();
     records.sort_by_key(|r| std::cmp::Reverse((r.batch, r.version)));
     records
@@ -369,7 +369,10 @@ pub struct MigrationStatus {
 }
 
 /// Every migration known to the files or the history, in version order, with its state.
-pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<MigrationStatus> {
+pub(crate) fn status(
+    available: &[Migration],
+    applied: &[AppliedMigration],
+) -> Vec<MigrationStatus> {
     let records: BTreeMap<i64, &AppliedMigration> =
         applied.iter().map(|a| (a.version, a)).collect();
     let newest_applied = applied.iter().map(|a| a.version).max();

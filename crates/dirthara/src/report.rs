@@ -200,7 +200,7 @@ fn serialize_opt_ms<S: serde::Serializer>(
 }
 
 /// Said with every preview, in every output format.
-pub const PREVIEW_NOTICE: &str =
+pub(crate) const PREVIEW_NOTICE: &str =
     "this preview took no lock; another runner may change the database before you act on it";
 
 /// What a command would do, computed without a lock: it may be stale as soon as it returns.

@@ -11,20 +11,20 @@ use tokio::net::{TcpListener, TcpStream};
 
 /// Which protocol the proxy reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wire {
+pub(crate) enum Wire {
     Mysql,
     Postgres,
 }
 
 /// A counting proxy on 127.0.0.1, forwarding to `upstream`; stopped when dropped.
-pub struct CountingProxy {
+pub(crate) struct CountingProxy {
     pub port: u16,
     requests: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl CountingProxy {
-    pub async fn start(wire: Wire, upstream: String) -> Result<CountingProxy, String> {
+    pub(crate) async fn start(wire: Wire, upstream: String) -> Result<CountingProxy, String> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(|e| format!("proxy bind: {e}"))?;
@@ -47,7 +47,7 @@ impl CountingProxy {
     }
 
     /// Requests seen so far, over every connection.
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
     }
 }

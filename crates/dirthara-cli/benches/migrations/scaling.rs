@@ -14,7 +14,11 @@ use super::{
 const ROUND_TRIP_MIGRATIONS: i64 = 200;
 const ROUND_TRIP_REPS: usize = 3;
 
-pub async fn noop_by_history(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {
+pub(crate) async fn noop_by_history(
+    server: Server,
+    bin: &Path,
+    table: &mut Table,
+) -> BenchResult<()> {
     let small_db = TestDb::try_create(server).await?;
     let large_db = TestDb::try_create(server).await?;
     let small = trivial_migrations(1, true);
@@ -94,7 +98,7 @@ fn read_floor(dir: &Path, reps: usize) -> BenchResult<Vec<f64>> {
     Ok(times)
 }
 
-pub async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {
+pub(crate) async fn round_trips(server: Server, bin: &Path, table: &mut Table) -> BenchResult<()> {
     let (wire, no_tls) = match server {
         Server::Postgres => (Wire::Postgres, "sslmode=disable"),
         Server::Mysql => (Wire::Mysql, "ssl-mode=DISABLED"),

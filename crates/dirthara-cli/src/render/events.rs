@@ -11,7 +11,7 @@ use crate::cli::OutputFormat;
 
 impl Renderer {
     /// The sink the engine reports to while a command runs.
-    pub fn events(self) -> EventSink {
+    pub(crate) fn events(self) -> EventSink {
         let interactive =
             self.format == OutputFormat::Human && !self.quiet && std::io::stderr().is_terminal();
         if !interactive {

@@ -8,7 +8,7 @@ use super::{stdout_line, table, Renderer};
 use crate::cli::OutputFormat;
 
 impl Renderer {
-    pub fn fleet(&self, report: &FleetReport) {
+    pub(crate) fn fleet(&self, report: &FleetReport) {
         match self.format {
             OutputFormat::Json => return self.json(report),
             OutputFormat::Ndjson => return self.ndjson_result(report),
@@ -54,7 +54,7 @@ impl Renderer {
         stdout_line(&line);
     }
 
-    pub fn waited(&self, report: &WaitReport) {
+    pub(crate) fn waited(&self, report: &WaitReport) {
         match self.format {
             OutputFormat::Json => return self.json(report),
             OutputFormat::Ndjson => return self.ndjson_result(report),

@@ -11,7 +11,7 @@ use super::{stderr_line, stdout_line, warning_line, Renderer};
 use crate::cli::OutputFormat;
 
 impl Renderer {
-    pub fn run(&self, report: &RunReport) {
+    pub(crate) fn run(&self, report: &RunReport) {
         match self.format {
             OutputFormat::Json => return self.json(report),
             OutputFormat::Ndjson => return self.ndjson_result(report),
@@ -62,7 +62,7 @@ impl Renderer {
         stdout_line(&summary);
     }
 
-    pub fn preview(&self, preview: &Preview) {
+    pub(crate) fn preview(&self, preview: &Preview) {
         match self.format {
             OutputFormat::Json => return self.json(preview),
             OutputFormat::Ndjson => return self.ndjson_result(preview),
@@ -126,7 +126,7 @@ impl Renderer {
         }
     }
 
-    pub fn status(&self, status: &StatusReport) {
+    pub(crate) fn status(&self, status: &StatusReport) {
         match self.format {
             OutputFormat::Json => return self.json(status),
             OutputFormat::Ndjson => return self.ndjson_result(status),
@@ -170,7 +170,7 @@ impl Renderer {
         stdout_line(&lock_line(&status.lock));
     }
 
-    pub fn lock(&self, lock: &LockReport) {
+    pub(crate) fn lock(&self, lock: &LockReport) {
         match self.format {
             OutputFormat::Json => self.json(lock),
             OutputFormat::Ndjson => self.ndjson_result(lock),
@@ -178,7 +178,7 @@ impl Renderer {
         }
     }
 
-    pub fn force_unlock(&self, report: &ForceUnlockReport) {
+    pub(crate) fn force_unlock(&self, report: &ForceUnlockReport) {
         match self.format {
             OutputFormat::Json => return self.json(report),
             OutputFormat::Ndjson => return self.ndjson_result(report),
@@ -194,7 +194,7 @@ impl Renderer {
     }
 
     /// `new`: the files written (stdout), and what to know about them (stderr).
-    pub fn created(&self, paths: &[std::path::PathBuf], notes: &[String]) {
+    pub(crate) fn created(&self, paths: &[std::path::PathBuf], notes: &[String]) {
         let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         match self.format {
             OutputFormat::Human => {
@@ -215,7 +215,7 @@ impl Renderer {
     }
 
     /// `baseline --from` and its preview: the records, then the notes (stderr), then a summary.
-    pub fn adoption(&self, report: &AdoptionReport) {
+    pub(crate) fn adoption(&self, report: &AdoptionReport) {
         match self.format {
             OutputFormat::Json => return self.json(report),
             OutputFormat::Ndjson => return self.ndjson_result(report),

@@ -7,7 +7,7 @@ use crate::support::servers::Server;
 
 /// How each tool lays out its files here; migration `i` creates table `adopt_t<i>`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Files {
+pub(crate) enum Files {
     Plain,
     Dbmate,
     Goose,
@@ -17,7 +17,7 @@ pub enum Files {
     Refinery,
 }
 
-pub fn write_files(dir: &Path, files: Files, versions: &[i64]) {
+pub(crate) fn write_files(dir: &Path, files: Files, versions: &[i64]) {
     for (i, v) in versions.iter().enumerate() {
         let n = i + 1;
         let (up, down) = (
@@ -60,17 +60,17 @@ pub fn write_files(dir: &Path, files: Files, versions: &[i64]) {
 
 /// One tool: its files, and its history table with migrations 1 and 2 (of 3) applied,
 /// written as the tool writes it on `server`.
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: &'static str,
     pub table: &'static str,
     pub files: Files,
     pub versions: [i64; 3],
 }
 
-pub const TS: [i64; 3] = [20240101000001, 20240101000002, 20240101000003];
-pub const SEQ: [i64; 3] = [1, 2, 3];
+pub(crate) const TS: [i64; 3] = [20240101000001, 20240101000002, 20240101000003];
+pub(crate) const SEQ: [i64; 3] = [1, 2, 3];
 
-pub fn tools() -> Vec<Tool> {
+pub(crate) fn tools() -> Vec<Tool> {
     let tool = |name, table, files, versions| Tool {
         name,
         table,
@@ -89,7 +89,7 @@ pub fn tools() -> Vec<Tool> {
 }
 
 /// The tool's table and rows for `applied` (each row marked good unless `failed`).
-pub fn history_sql(
+pub(crate) fn history_sql(
     tool: &str,
     server: Server,
     table: &str,

@@ -12,11 +12,11 @@
 //! - [`round`](mod@round): one round, start to finish.
 #![allow(dead_code)]
 
-pub mod round;
-pub mod runners;
-pub mod snapshot;
-pub mod verdict;
-pub mod workload;
+pub(crate) mod round;
+pub(crate) mod runners;
+pub(crate) mod snapshot;
+pub(crate) mod verdict;
+pub(crate) mod workload;
 
 use std::time::Duration;
 
@@ -25,12 +25,12 @@ use crate::support::servers::{Server, TestDb};
 
 // The checker's interface, for tests that plant a fault and assert what it reports.
 #[allow(unused_imports)]
-pub use round::{round, RoundReport, Tally};
+pub(crate) use round::{round, RoundReport, Tally};
 #[allow(unused_imports)]
-pub use verdict::{Rule, Violation};
+pub(crate) use verdict::{Rule, Violation};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Postgres,
     Mysql,
     Sqlite,
@@ -54,13 +54,13 @@ impl Kind {
 }
 
 /// Where one round runs: a fresh SQLite file or a fresh server database.
-pub enum Place {
+pub(crate) enum Place {
     Sqlite(tempfile::TempDir),
     Server(TestDb),
 }
 
 impl Place {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         match self {
             Place::Sqlite(dir) => format!("sqlite:{}", dir.path().join("chaos.db").display()),
             Place::Server(db) => db.url.clone(),
@@ -71,7 +71,7 @@ impl Place {
 /// The size of a round. Defaults are CI's short round; `DIRTHARA_CHAOS_MIGRATIONS`,
 /// `DIRTHARA_CHAOS_RUNNERS` and `DIRTHARA_CHAOS_SECONDS` lengthen it.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     pub migrations: u64,
     pub runners: usize,
     pub window: Duration,
@@ -79,7 +79,7 @@ pub struct Settings {
     pub runner_env: Vec<(String, String)>,
 }
 
-pub fn setting(name: &str, default: u64) -> u64 {
+pub(crate) fn setting(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -87,7 +87,7 @@ pub fn setting(name: &str, default: u64) -> u64 {
 }
 
 impl Settings {
-    pub fn from_env() -> Settings {
+    pub(crate) fn from_env() -> Settings {
         Settings {
             migrations: setting("DIRTHARA_CHAOS_MIGRATIONS", 40),
             runners: setting("DIRTHARA_CHAOS_RUNNERS", 6) as usize,
@@ -98,7 +98,7 @@ impl Settings {
 }
 
 /// The backend the rounds run on, and the private server they restart, if they do.
-pub struct Target {
+pub(crate) struct Target {
     pub kind: Kind,
     private: Option<PrivateServer>,
 }
@@ -108,7 +108,7 @@ impl Target {
     /// which the rounds restart; else the test server of `DIRTHARA_TEST_*_URL` (or a SQLite
     /// file), which nothing stops. `None` when a private server cannot be made (skipped,
     /// said why; a failure under `DIRTHARA_REQUIRE_SERVERS=1`).
-    pub fn new(kind: Kind, restarts: bool) -> Option<Target> {
+    pub(crate) fn new(kind: Kind, restarts: bool) -> Option<Target> {
         let private = match kind.server() {
             Some(server) if restarts && server != Server::Mongo => {
                 Some(PrivateServer::start_or_skip(server)?)
@@ -118,7 +118,7 @@ impl Target {
         Some(Target { kind, private })
     }
 
-    pub fn restarts(&self) -> bool {
+    pub(crate) fn restarts(&self) -> bool {
         self.private.is_some()
     }
 

@@ -13,14 +13,14 @@ use crate::support::{dirthara, text, wait_with_watchdog};
 
 /// What a round found, and what happened in it.
 #[derive(Debug, Default)]
-pub struct RoundReport {
+pub(crate) struct RoundReport {
     pub violations: Vec<Violation>,
     pub tally: Tally,
 }
 
 /// Counts over one round or many.
 #[derive(Debug, Default, Clone)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub rounds: u64,
     pub kills: u64,
     pub restarts: u64,
@@ -38,7 +38,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn add(&mut self, other: &Tally) {
+    pub(crate) fn add(&mut self, other: &Tally) {
         self.rounds += other.rounds;
         self.kills += other.kills;
         self.restarts += other.restarts;
@@ -84,7 +84,7 @@ fn patient_lease(kind: Kind) -> &'static [&'static str] {
 }
 
 /// Runs one round on `target`; `None` when its server is missing (the test is skipped).
-pub async fn round(target: &mut Target, settings: &Settings) -> Option<RoundReport> {
+pub(crate) async fn round(target: &mut Target, settings: &Settings) -> Option<RoundReport> {
     let kind = target.kind;
     let place = target.place().await?;
     let url = place.url();

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// How a runner's process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum End {
+pub(crate) enum End {
     /// Exited by itself with this code.
     Exited(i32),
     /// Killed by the round (SIGKILL).
@@ -20,7 +20,7 @@ pub enum End {
 }
 
 /// A runner still running.
-pub struct Runner {
+pub(crate) struct Runner {
     pub id: usize,
     child: Child,
     stdout: JoinHandle<Vec<String>>,
@@ -32,7 +32,7 @@ pub struct Runner {
 
 /// What a runner did, once it ended.
 #[derive(Debug, Clone)]
-pub struct RunnerRecord {
+pub(crate) struct RunnerRecord {
     pub id: usize,
     /// Its process id, which its server sessions carry in their application name.
     pub pid: u32,
@@ -46,7 +46,7 @@ pub struct RunnerRecord {
 }
 
 impl Runner {
-    pub fn spawn(id: usize, mut cmd: Command, lease_without_wait: bool) -> Runner {
+    pub(crate) fn spawn(id: usize, mut cmd: Command, lease_without_wait: bool) -> Runner {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -73,7 +73,7 @@ impl Runner {
     }
 
     /// The record, if the process has exited by itself.
-    pub fn try_finish(&mut self) -> Option<End> {
+    pub(crate) fn try_finish(&mut self) -> Option<End> {
         let status = self.child.try_wait().unwrap()?;
         Some(match status.code() {
             Some(code) => End::Exited(code),
@@ -82,7 +82,7 @@ impl Runner {
     }
 
     /// Kills the runner (SIGKILL) unless it has already exited, and records it.
-    pub fn kill(mut self) -> RunnerRecord {
+    pub(crate) fn kill(mut self) -> RunnerRecord {
         let end = match self.try_finish() {
             Some(end) => end,
             None => {
@@ -96,7 +96,7 @@ impl Runner {
 
     /// Waits for the runner to exit by itself; one still running after `limit` is killed
     /// and recorded as [`End::Abnormal`] (a hang).
-    pub fn finish(mut self, limit: Duration) -> RunnerRecord {
+    pub(crate) fn finish(mut self, limit: Duration) -> RunnerRecord {
         let started = Instant::now();
         loop {
             if let Some(end) = self.try_finish() {
@@ -142,17 +142,17 @@ impl RunnerRecord {
     }
 
     /// The versions it announced (`migration_started`), in order.
-    pub fn started(&self) -> Vec<u64> {
+    pub(crate) fn started(&self) -> Vec<u64> {
         self.versions_of("migration_started")
     }
 
     /// The versions it finished and recorded (`migration_finished`), in order.
-    pub fn finished(&self) -> Vec<u64> {
+    pub(crate) fn finished(&self) -> Vec<u64> {
         self.versions_of("migration_finished")
     }
 
     /// The migration it began and did not finish: at most one, the last it began.
-    pub fn unfinished(&self) -> Option<u64> {
+    pub(crate) fn unfinished(&self) -> Option<u64> {
         let started = self.started();
         let finished = self.finished();
         (started.len() > finished.len())
@@ -161,7 +161,7 @@ impl RunnerRecord {
     }
 
     /// Its error, from the `error` event (or, failing that, from the `Error [CODE]` line).
-    pub fn error_code(&self) -> Option<String> {
+    pub(crate) fn error_code(&self) -> Option<String> {
         if let Some(code) = self.error()["code"].as_str() {
             return Some(code.to_string());
         }
@@ -170,7 +170,7 @@ impl RunnerRecord {
     }
 
     /// The `error` object of its error event (`Value::Null` without one).
-    pub fn error(&self) -> &Value {
+    pub(crate) fn error(&self) -> &Value {
         self.events
             .iter()
             .rev()
@@ -180,7 +180,7 @@ impl RunnerRecord {
     }
 
     /// The `applied` versions of its result line, if it printed one.
-    pub fn reported_applied(&self) -> Option<Vec<u64>> {
+    pub(crate) fn reported_applied(&self) -> Option<Vec<u64>> {
         let result = self.events.iter().rev().find(|e| e["event"] == "result")?;
         Some(
             result["applied"]
@@ -192,7 +192,7 @@ impl RunnerRecord {
     }
 
     /// The versions its error reports as completed before the error.
-    pub fn reported_completed(&self) -> Vec<u64> {
+    pub(crate) fn reported_completed(&self) -> Vec<u64> {
         self.error()["completed"]
             .as_array()
             .map(|steps| steps.iter().filter_map(|s| s["version"].as_u64()).collect())
@@ -201,7 +201,7 @@ impl RunnerRecord {
 
     /// The migration a `DIRTY_MIGRATION` error names ("migration <v> (<name>) was started
     /// by an earlier run ...").
-    pub fn dirty_version(&self) -> Option<u64> {
+    pub(crate) fn dirty_version(&self) -> Option<u64> {
         let message = self.error()["message"]
             .as_str()
             .map(str::to_string)
@@ -217,7 +217,7 @@ impl RunnerRecord {
     }
 
     /// A short account for violation reports.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let last_error = self
             .stderr
             .lines()

@@ -13,7 +13,7 @@ use crate::support::servers::{mongo_client, TestDb};
 
 /// The database at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Snapshot {
+pub(crate) struct Snapshot {
     /// The history records: version → state (`applied`, `running`). Absent = pending.
     pub states: BTreeMap<u64, String>,
     /// The markers (`m<v>` tables or collections) that exist.
@@ -26,11 +26,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    pub fn state(&self, v: u64) -> &str {
+    pub(crate) fn state(&self, v: u64) -> &str {
         self.states.get(&v).map_or("pending", String::as_str)
     }
 
-    pub fn rows(&self, v: u64) -> u64 {
+    pub(crate) fn rows(&self, v: u64) -> u64 {
         self.rows.get(&v).copied().unwrap_or(0)
     }
 }
@@ -43,7 +43,7 @@ fn marker_version(name: &str) -> Option<u64> {
 /// runner's session may still be running (and then committing) its statement until the
 /// server notices the client is gone, so a free lock is not enough. `runners`: the process
 /// ids of the round's runners. Returns the sessions still there after 90 s, if any.
-pub async fn wait_for_sessions_to_end(
+pub(crate) async fn wait_for_sessions_to_end(
     kind: Kind,
     place: &Place,
     runners: &[u32],
@@ -123,7 +123,7 @@ async fn sessions(kind: Kind, db: &TestDb, runners: &[u32]) -> Vec<String> {
 }
 
 /// The database's state, read in one snapshot.
-pub async fn read(kind: Kind, place: &Place) -> Snapshot {
+pub(crate) async fn read(kind: Kind, place: &Place) -> Snapshot {
     match (kind, place) {
         (_, Place::Sqlite(_)) => sqlite(place).await,
         (Kind::Postgres, Place::Server(db)) => postgres(db).await,

@@ -10,7 +10,7 @@ use super::snapshot::Snapshot;
 
 /// Which guarantee a violation breaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Rule {
+pub(crate) enum Rule {
     /// A migration's effect is in the database while its history says pending.
     EffectWithoutRecord,
     /// The history says applied, the marker is missing.
@@ -54,13 +54,13 @@ pub enum Rule {
 
 /// One broken guarantee, with the evidence.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Violation {
+pub(crate) struct Violation {
     pub rule: Rule,
     pub detail: String,
 }
 
 impl Violation {
-    pub fn new(rule: Rule, detail: impl Into<String>) -> Violation {
+    pub(crate) fn new(rule: Rule, detail: impl Into<String>) -> Violation {
         Violation {
             rule,
             detail: detail.into(),
@@ -85,7 +85,11 @@ fn context(s: &Snapshot) -> String {
 /// the runners); after the clean run, the versions that were resolved `--applied` (their
 /// step was cut off after its marker, so their row may be missing), and everything must be
 /// applied.
-pub fn truth(s: &Snapshot, n: u64, resolved_applied: Option<&BTreeSet<u64>>) -> Vec<Violation> {
+pub(crate) fn truth(
+    s: &Snapshot,
+    n: u64,
+    resolved_applied: Option<&BTreeSet<u64>>,
+) -> Vec<Violation> {
     let mut found = Vec::new();
     let mut running = Vec::new();
     for v in 1..=n {
@@ -171,7 +175,7 @@ fn cut_off(r: &RunnerRecord) -> bool {
 /// - under a server restart, the errors of a lost session ([`RESTART_CODES`]; a failed
 ///   migration only with `connection_lost`);
 /// - killed by the round.
-pub fn exits(records: &[RunnerRecord], first: &Snapshot) -> Vec<Violation> {
+pub(crate) fn exits(records: &[RunnerRecord], first: &Snapshot) -> Vec<Violation> {
     let mut found = Vec::new();
     for r in records {
         let code = r.error_code();
@@ -238,7 +242,7 @@ pub fn exits(records: &[RunnerRecord], first: &Snapshot) -> Vec<Violation> {
 /// between the two has finished its last migration while the history still says `running`
 /// — by design a DIRTY record, resolved like any interrupted step. (That runner's events and
 /// error say the migration was recorded; they are wrong, the history is not.)
-pub fn reports(records: &[RunnerRecord], s: &Snapshot, folds: bool) -> Vec<Violation> {
+pub(crate) fn reports(records: &[RunnerRecord], s: &Snapshot, folds: bool) -> Vec<Violation> {
     let mut found = Vec::new();
     for r in records {
         let finished = r.finished();
@@ -282,7 +286,7 @@ pub fn reports(records: &[RunnerRecord], s: &Snapshot, folds: bool) -> Vec<Viola
 /// (the runner killed, or its server restarted, inside it), by the migrations' own counts
 /// (`s.executions`) and by the runners' announcements; and no migration was finished twice.
 /// `records`: every runner of the round and the clean run after it; `s`: the last checkpoint.
-pub fn executions(records: &[RunnerRecord], s: &Snapshot, n: u64) -> Vec<Violation> {
+pub(crate) fn executions(records: &[RunnerRecord], s: &Snapshot, n: u64) -> Vec<Violation> {
     let mut found = Vec::new();
     let mut started: BTreeMap<u64, u64> = BTreeMap::new();
     let mut finished: BTreeMap<u64, Vec<usize>> = BTreeMap::new();

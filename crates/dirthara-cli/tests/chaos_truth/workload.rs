@@ -28,7 +28,7 @@ use super::{Kind, Place};
 use crate::support::Migrations;
 
 /// The text of migration `v` and its extension.
-pub fn migration(kind: Kind, v: u64) -> (&'static str, String) {
+pub(crate) fn migration(kind: Kind, v: u64) -> (&'static str, String) {
     let slow = v % 3 == 0;
     if kind == Kind::Mongo {
         let count = format!(
@@ -71,7 +71,7 @@ pub fn migration(kind: Kind, v: u64) -> (&'static str, String) {
 }
 
 /// The migrations directory of a round.
-pub fn migrations(kind: Kind, n: u64) -> Migrations {
+pub(crate) fn migrations(kind: Kind, n: u64) -> Migrations {
     let m = Migrations::new();
     for v in 1..=n {
         let (ext, text) = migration(kind, v);
@@ -81,7 +81,7 @@ pub fn migrations(kind: Kind, n: u64) -> Migrations {
 }
 
 /// Creates what the migrations write to besides their markers.
-pub async fn prepare(kind: Kind, place: &Place, n: u64) {
+pub(crate) async fn prepare(kind: Kind, place: &Place, n: u64) {
     match (place, kind) {
         (Place::Sqlite(_), _) => {
             let url = format!("{}?mode=rwc", place.url());

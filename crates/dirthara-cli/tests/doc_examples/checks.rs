@@ -8,7 +8,7 @@ use super::scenario::repo_root;
 
 /// A `dirthara.toml` (or part of one) is read and validated as the CLI reads the file; a
 /// Cargo `[dependencies]` fragment must name the library with features it has.
-pub fn toml(at: &str, text: &str) {
+pub(crate) fn toml(at: &str, text: &str) {
     if text.lines().any(|l| l.trim() == "[dependencies]") {
         return cargo_dependencies(at, text);
     }
@@ -45,14 +45,14 @@ fn cargo_dependencies(at: &str, text: &str) {
 }
 
 /// A JSON block with no command before it is a MongoDB migration, as the loader reads one.
-pub fn json_migration(at: &str, text: &str) {
+pub(crate) fn json_migration(at: &str, text: &str) {
     if let Err(e) = dirthara_source::commands::parse_commands(text) {
         panic!("{at}: not a MongoDB migration dirthara loads: {e}");
     }
 }
 
 /// A page with Rust examples is compiled as the library's doctests.
-pub fn rust_is_doctested(at: &str, page: &str) {
+pub(crate) fn rust_is_doctested(at: &str, page: &str) {
     let lib = std::fs::read_to_string(repo_root().join("crates/dirthara/src/lib.rs")).unwrap();
     assert!(
         lib.contains(&format!("include_str!(\"../../../{page}\")")),

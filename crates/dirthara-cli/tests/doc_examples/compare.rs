@@ -59,7 +59,7 @@ static NEW_VERSION: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b20\d{12}_"
 
 /// `text` with every volatile value replaced by its placeholder; for the output of `new`, the
 /// versions it made up too.
-pub fn normalise(text: &str, command_is_new: bool) -> String {
+pub(crate) fn normalise(text: &str, command_is_new: bool) -> String {
     let mut text = text.to_string();
     for (pattern, replacement) in VOLATILE.iter() {
         text = pattern.replace_all(&text, *replacement).into_owned();
@@ -106,7 +106,11 @@ fn lines_match(expected: &[&str], actual: &[&str]) -> bool {
 
 /// `None` when `actual` is what `expected` shows, after both were normalised; otherwise the
 /// two normalised texts, for the failure message.
-pub fn mismatch(expected: &str, actual: &str, command_is_new: bool) -> Option<(String, String)> {
+pub(crate) fn mismatch(
+    expected: &str,
+    actual: &str,
+    command_is_new: bool,
+) -> Option<(String, String)> {
     let (expected, actual) = (
         normalise(expected, command_is_new),
         normalise(actual, command_is_new),

@@ -9,7 +9,7 @@ use super::scenario::Scenario;
 
 /// What running one scenario's examples found.
 #[derive(Default)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Commands run (a `console` block may hold several).
     pub ran: usize,
     /// Blocks run or checked without a comment before them.
@@ -73,7 +73,7 @@ fn is_new(command: &str) -> bool {
 }
 
 /// Runs the items of one scenario (a fresh one, or every part of a named one), in order.
-pub fn run_scenario(page: &str, items: Vec<Item>) -> Outcome {
+pub(crate) fn run_scenario(page: &str, items: Vec<Item>) -> Outcome {
     let mut scenario = Scenario::new();
     let mut outcome = Outcome::default();
     let mut next: Option<Next> = None;

@@ -5,7 +5,7 @@
 
 /// One thing on a page the test acts on, in page order.
 #[derive(Debug)]
-pub enum Item {
+pub(crate) enum Item {
     /// `<!-- doctest:KIND ARG` on its first line, then an optional body, then `-->`.
     Directive {
         kind: String,
@@ -34,7 +34,7 @@ fn strip<'a>(line: &'a str, prefix: &str) -> &'a str {
         .unwrap_or_else(|| line.trim_start_matches([' ', '>']))
 }
 
-pub fn parse(page: &str) -> Vec<Item> {
+pub(crate) fn parse(page: &str) -> Vec<Item> {
     let lines: Vec<&str> = page.lines().collect();
     let mut items = Vec::new();
     let mut i = 0;

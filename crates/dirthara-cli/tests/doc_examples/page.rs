@@ -89,7 +89,7 @@ fn bless(path: &Path, mut blocks: Vec<(usize, usize, String, String)>) {
 
 /// Runs every example of `page` (its scenarios side by side, each in page order) and fails
 /// with a report of every example that printed what the page does not show.
-pub fn run_page(page: &str) {
+pub(crate) fn run_page(page: &str) {
     let path = repo_root().join(page);
     let text = std::fs::read_to_string(&path).unwrap();
     let started = std::time::Instant::now();

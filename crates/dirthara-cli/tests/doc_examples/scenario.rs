@@ -50,7 +50,7 @@ fn server(kind: &str) -> (Server, &'static str) {
     }
 }
 
-pub struct Scenario {
+pub(crate) struct Scenario {
     sandbox: TempDir,
     /// The shell's state between commands, the background runners' output.
     state: TempDir,
@@ -65,7 +65,7 @@ pub struct Scenario {
 }
 
 impl Scenario {
-    pub fn new() -> Scenario {
+    pub(crate) fn new() -> Scenario {
         let scenario = Scenario {
             sandbox: crate::support::scratch_dir(),
             state: crate::support::scratch_dir(),
@@ -82,12 +82,12 @@ impl Scenario {
         scenario
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.sandbox.path()
     }
 
     /// A fresh database on `kind`'s test server, known to the examples as `name`.
-    pub fn database(&mut self, kind: &str, name: &str) {
+    pub(crate) fn database(&mut self, kind: &str, name: &str) {
         let (server, doc_address) = server(kind);
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let Some(db) = runtime.block_on(TestDb::create(server)) else {
@@ -106,7 +106,7 @@ impl Scenario {
 
     /// A transaction-pooling PgBouncer in front of the declared PostgreSQL database `name`,
     /// which the examples reach as `postgres://app@pgbouncer:6432/<name>`.
-    pub fn pgbouncer(&mut self, name: &str) {
+    pub(crate) fn pgbouncer(&mut self, name: &str) {
         let (_, _, db) = (self.databases.iter())
             .find(|(doc_name, _, db)| doc_name == name && db.server == Server::Postgres)
             .unwrap_or_else(|| panic!("no PostgreSQL database `{name}` declared"));
@@ -135,7 +135,7 @@ impl Scenario {
 
     /// What a command printed, with the test databases' names and addresses as the docs
     /// write them.
-    pub fn as_documented(&self, text: &str) -> String {
+    pub(crate) fn as_documented(&self, text: &str) -> String {
         let mut text = text.to_string();
         for (doc_name, doc_address, db) in &self.databases {
             text = text.replace(&db.name, doc_name);
@@ -188,12 +188,12 @@ impl Scenario {
     }
 
     /// Runs one command of an example, as a reader types it.
-    pub fn command(&self, line: &str) -> Output {
+    pub(crate) fn command(&self, line: &str) -> Output {
         self.shell(line, true).output().unwrap()
     }
 
     /// Runs an example's hidden setup; it must succeed.
-    pub fn setup(&self, script: &str, at: &str) {
+    pub(crate) fn setup(&self, script: &str, at: &str) {
         let out = self
             .shell(&format!("set -e\n{script}"), true)
             .output()
@@ -208,7 +208,7 @@ impl Scenario {
 
     /// Starts `script` in the background as the runner `name`; its pid is in
     /// `$DOCTEST_STATE/<name>.pid`, and `exec` in the script makes it the command's own.
-    pub fn spawn(&mut self, name: &str, script: &str) {
+    pub(crate) fn spawn(&mut self, name: &str, script: &str) {
         use std::os::unix::process::CommandExt;
         let out = std::fs::File::create(self.state.path().join(format!("{name}.out"))).unwrap();
         let err = std::fs::File::create(self.state.path().join(format!("{name}.err"))).unwrap();
@@ -229,7 +229,7 @@ impl Scenario {
 
     /// Waits (at most a minute) for the background runner `name` to end; its stdout and
     /// stderr.
-    pub fn finish(&mut self, name: &str) -> (String, String) {
+    pub(crate) fn finish(&mut self, name: &str) -> (String, String) {
         let mut child = self
             .jobs
             .remove(name)
@@ -260,6 +260,6 @@ impl Drop for Scenario {
     }
 }
 
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }

@@ -16,7 +16,7 @@ use crate::support::{dirthara, spawn, text, wait_with_watchdog, Migrations};
 /// What a scenario found: `None` when its server is missing (skipped, said why); else `Ok`
 /// when every guarantee it checks held, or `Err` naming the first that broke, with the
 /// evidence.
-pub type Found = Option<Result<(), String>>;
+pub(crate) type Found = Option<Result<(), String>>;
 
 /// Ends the scenario with the broken guarantee unless `held`.
 macro_rules! check {
@@ -28,7 +28,7 @@ macro_rules! check {
 }
 
 /// For the lock tests: every guarantee held (or the scenario was skipped).
-pub fn assert_held(found: Found) {
+pub(crate) fn assert_held(found: Found) {
     if let Some(Err(broken)) = found {
         panic!("{broken}");
     }
@@ -45,7 +45,7 @@ fn with_faults(mut cmd: Command, faults: &str) -> Command {
 /// A lock released from inside the session (here by migration 1 itself) is noticed before
 /// the next migration: on PostgreSQL by the guard that leads each step's message, on MySQL by
 /// the confirmation before each migration. `faults` are planted in the runner.
-pub async fn lock_released_by_a_migration(server: Server, faults: &str) -> Found {
+pub(crate) async fn lock_released_by_a_migration(server: Server, faults: &str) -> Found {
     let release = match server {
         Server::Postgres => "SELECT pg_advisory_unlock_all()",
         Server::Mysql => "DO RELEASE_ALL_LOCKS()",
@@ -83,7 +83,7 @@ pub async fn lock_released_by_a_migration(server: Server, faults: &str) -> Found
 /// then another runner takes it): the first runner stops before its next migration, and
 /// leaves the new holder's lease alone as it lets go (release deletes only its own).
 /// `faults` are planted in that runner.
-pub async fn lost_lease_spares_the_new_holder(server: Server, faults: &str) -> Found {
+pub(crate) async fn lost_lease_spares_the_new_holder(server: Server, faults: &str) -> Found {
     let db = TestDb::create(server).await?;
     let m = Migrations::new();
     m.add(1, "slow", &server.sleep(2.0), None);

@@ -20,13 +20,13 @@
 // them leaves unused, another uses.
 #![allow(dead_code)]
 
-pub mod pgbouncer;
-pub mod private_server;
-pub mod project;
-pub mod run;
-pub mod scenarios;
-pub use dirthara_test_kit::servers;
-pub mod watch;
+pub(crate) mod pgbouncer;
+pub(crate) mod private_server;
+pub(crate) mod project;
+pub(crate) mod run;
+pub(crate) mod scenarios;
+pub(crate) use dirthara_test_kit::servers;
+pub(crate) mod watch;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -39,7 +39,7 @@ use tempfile::TempDir;
 // ---------------------------------------------------------------------------------------
 
 /// The `dirthara` binary cargo built for this test (or bench) target.
-pub fn dirthara_bin() -> PathBuf {
+pub(crate) fn dirthara_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dirthara"))
 }
 
@@ -58,7 +58,7 @@ const SETTINGS: [&str; 6] = [
 /// `DATABASE_URL`, every `DIRTHARA_*` variable, the colour switches, `RUST_BACKTRACE` and
 /// `FAILPOINTS`.
 /// A test that needs one sets it afterwards, so what it sets is all the child sees.
-pub fn scrub_env(cmd: &mut Command) -> &mut Command {
+pub(crate) fn scrub_env(cmd: &mut Command) -> &mut Command {
     for key in SETTINGS {
         cmd.env_remove(key);
     }
@@ -72,24 +72,24 @@ pub fn scrub_env(cmd: &mut Command) -> &mut Command {
 
 /// `program` with a scrubbed environment (see [`scrub_env`]) and `NO_COLOR=1`, so that what
 /// it prints is plain text whatever the caller's terminal.
-pub fn clean_command(program: &Path) -> Command {
+pub(crate) fn clean_command(program: &Path) -> Command {
     let mut cmd = Command::new(program);
     scrub_env(&mut cmd).env("NO_COLOR", "1");
     cmd
 }
 
 /// This target's `dirthara`, with a clean environment and no arguments yet.
-pub fn dirthara_command() -> Command {
+pub(crate) fn dirthara_command() -> Command {
     clean_command(&dirthara_bin())
 }
 
 /// `dirthara -d URL --dir DIR <args>` with a clean environment.
-pub fn dirthara(url: &str, dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn dirthara(url: &str, dir: &Path, args: &[&str]) -> Command {
     dirthara_with(&dirthara_bin(), url, dir, args)
 }
 
 /// [`dirthara`] run from another binary (the bench runs the release build).
-pub fn dirthara_with(bin: &Path, url: &str, dir: &Path, args: &[&str]) -> Command {
+pub(crate) fn dirthara_with(bin: &Path, url: &str, dir: &Path, args: &[&str]) -> Command {
     let mut cmd = clean_command(bin);
     cmd.arg("-d").arg(url).arg("--dir").arg(dir).args(args);
     cmd
@@ -101,7 +101,7 @@ pub fn dirthara_with(bin: &Path, url: &str, dir: &Path, args: &[&str]) -> Comman
 
 /// A new temporary directory, removed on drop. The prefix makes one left behind by a killed
 /// run recognisable.
-pub fn scratch_dir() -> TempDir {
+pub(crate) fn scratch_dir() -> TempDir {
     tempfile::Builder::new()
         .prefix("dirthara-test-")
         .tempdir()
@@ -109,7 +109,7 @@ pub fn scratch_dir() -> TempDir {
 }
 
 /// A temporary migrations directory, passed to runs with `--dir`.
-pub struct Migrations {
+pub(crate) struct Migrations {
     dir: TempDir,
 }
 
@@ -120,22 +120,22 @@ impl Default for Migrations {
 }
 
 impl Migrations {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Migrations { dir: scratch_dir() }
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// Writes a SQL migration: `<version>_<name>.up.sql` and `.down.sql`, or with no `down`
     /// the irreversible `<version>_<name>.sql`.
-    pub fn add(&self, version: i64, name: &str, up: &str, down: Option<&str>) -> &Self {
+    pub(crate) fn add(&self, version: i64, name: &str, up: &str, down: Option<&str>) -> &Self {
         self.add_as("sql", version, name, up, down)
     }
 
     /// Writes a migration with extension `ext` (`sql` or `json`).
-    pub fn add_as(
+    pub(crate) fn add_as(
         &self,
         ext: &str,
         version: i64,
@@ -159,7 +159,7 @@ impl Migrations {
     }
 
     /// `count` trivial MongoDB migrations, each creating its own collection.
-    pub fn collections(count: i64) -> Self {
+    pub(crate) fn collections(count: i64) -> Self {
         let m = Migrations::new();
         for v in 1..=count {
             m.add_as(
@@ -174,7 +174,7 @@ impl Migrations {
     }
 
     /// `count` trivial migrations, each creating its own table.
-    pub fn tables(count: i64) -> Self {
+    pub(crate) fn tables(count: i64) -> Self {
         let m = Migrations::new();
         for v in 1..=count {
             m.add(
@@ -193,7 +193,7 @@ impl Migrations {
 // ---------------------------------------------------------------------------------------
 
 /// Stdout and stderr of a finished process, as text.
-pub fn text(output: &Output) -> (String, String) {
+pub(crate) fn text(output: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
@@ -201,7 +201,7 @@ pub fn text(output: &Output) -> (String, String) {
 }
 
 /// The `applied` versions of a `--output json` run, or why there are none to read.
-pub fn try_applied_versions(output: &Output) -> Result<Vec<i64>, String> {
+pub(crate) fn try_applied_versions(output: &Output) -> Result<Vec<i64>, String> {
     let doc: serde_json::Value = serde_json::from_slice(&output.stdout)
         .map_err(|e| format!("not one JSON document ({e}): {:?}", text(output)))?;
     doc["applied"]
@@ -218,12 +218,12 @@ pub fn try_applied_versions(output: &Output) -> Result<Vec<i64>, String> {
 
 /// The `applied` versions of a `--output json` run.
 #[track_caller]
-pub fn applied_versions(output: &Output) -> Vec<i64> {
+pub(crate) fn applied_versions(output: &Output) -> Vec<i64> {
     try_applied_versions(output).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Starts a runner with its output captured.
-pub fn spawn(mut cmd: Command) -> Child {
+pub(crate) fn spawn(mut cmd: Command) -> Child {
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -231,7 +231,7 @@ pub fn spawn(mut cmd: Command) -> Child {
 }
 
 /// Waits for a child, killing it (and failing) if it runs past `limit`: a deadlock watchdog.
-pub fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
+pub(crate) fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
     let started = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {
@@ -251,7 +251,7 @@ pub fn wait_with_watchdog(mut child: Child, limit: Duration) -> Output {
 
 /// Polls `unlock --output json` (built afresh by `unlock` for each try) until it reports the
 /// lock held; panics after 20 s.
-pub fn wait_until_held(mut unlock: impl FnMut() -> Command) {
+pub(crate) fn wait_until_held(mut unlock: impl FnMut() -> Command) {
     let started = Instant::now();
     loop {
         let out = unlock().output().unwrap();

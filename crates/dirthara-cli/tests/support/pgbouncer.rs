@@ -12,7 +12,7 @@ use super::servers::{Server, TestDb};
 /// A PgBouncer of the test's own in `pool_mode = transaction`, in front of one test database
 /// on the PostgreSQL test server; stopped on drop. The binary is `DIRTHARA_TEST_PGBOUNCER`,
 /// else `pgbouncer` on the PATH, else `/usr/sbin/pgbouncer` (Debian's package).
-pub struct PgBouncer {
+pub(crate) struct PgBouncer {
     child: Child,
     port: u16,
     user: String,
@@ -24,7 +24,7 @@ pub struct PgBouncer {
 impl PgBouncer {
     /// A bouncer for `db` with up to `pool_size` server sessions, or `None` (after saying so)
     /// when PgBouncer is not installed — a failure under `DIRTHARA_REQUIRE_SERVERS=1`.
-    pub async fn start(db: &TestDb, pool_size: u32) -> Option<PgBouncer> {
+    pub(crate) async fn start(db: &TestDb, pool_size: u32) -> Option<PgBouncer> {
         assert_eq!(
             db.server,
             Server::Postgres,
@@ -77,14 +77,14 @@ impl PgBouncer {
     }
 
     /// The test database, through the bouncer.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!(
             "postgres://{}@127.0.0.1:{}/{}",
             self.user, self.port, self.database
         )
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("pgbouncer.log")).unwrap_or_default()
     }
 

@@ -28,7 +28,7 @@ use orphans::{owner_token, reap_orphans};
 const PREFIX: &str = "dirthara-private-";
 
 /// A private server, stopped and removed on drop.
-pub struct PrivateServer {
+pub(crate) struct PrivateServer {
     server: Server,
     /// The instance's own directory: the data directory, socket, log and `owner` file.
     root: PathBuf,
@@ -54,19 +54,19 @@ enum Binaries {
 impl PrivateServer {
     /// A running private server, or `None` (after saying why) when this machine cannot make
     /// one: a failure instead under `DIRTHARA_REQUIRE_SERVERS=1`.
-    pub fn start_or_skip(server: Server) -> Option<PrivateServer> {
+    pub(crate) fn start_or_skip(server: Server) -> Option<PrivateServer> {
         PrivateServer::start_with_or_skip(server, &[])
     }
 
     /// Makes a new instance in a temporary directory and starts it.
-    pub fn start(server: Server) -> Result<PrivateServer, String> {
+    pub(crate) fn start(server: Server) -> Result<PrivateServer, String> {
         PrivateServer::start_with(server, &[])
     }
 
     /// [`PrivateServer::start_or_skip`] with `settings` (`name=value`) on the server's command
     /// line: what a test needs of a server that the machine's servers must not be made to do
     /// (log every statement, collect performance_schema).
-    pub fn start_with_or_skip(server: Server, settings: &[&str]) -> Option<PrivateServer> {
+    pub(crate) fn start_with_or_skip(server: Server, settings: &[&str]) -> Option<PrivateServer> {
         match PrivateServer::start_with(server, settings) {
             Ok(instance) => Some(instance),
             Err(message) => {
@@ -80,7 +80,7 @@ impl PrivateServer {
     }
 
     /// [`PrivateServer::start`] with `settings` (`name=value`) on the server's command line.
-    pub fn start_with(server: Server, settings: &[&str]) -> Result<PrivateServer, String> {
+    pub(crate) fn start_with(server: Server, settings: &[&str]) -> Result<PrivateServer, String> {
         reap_orphans();
         let binaries = Binaries::find(server)?;
         let root = tempfile::Builder::new()
@@ -114,22 +114,22 @@ impl PrivateServer {
         Err(last)
     }
 
-    pub fn server(&self) -> Server {
+    pub(crate) fn server(&self) -> Server {
         self.server
     }
 
     /// The instance's directory (data, socket, log), removed on drop.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// The server process's id, while it runs.
-    pub fn pid(&self) -> Option<u32> {
+    pub(crate) fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
     }
 
     /// The administrative URL, for [`TestDb::create_at`](super::servers::TestDb::create_at).
-    pub fn admin_url(&self) -> String {
+    pub(crate) fn admin_url(&self) -> String {
         match self.server {
             Server::Postgres => format!("postgres://postgres@127.0.0.1:{}/postgres", self.port),
             Server::Mysql => format!("mysql://root@127.0.0.1:{}/mysql", self.port),
@@ -139,7 +139,7 @@ impl PrivateServer {
 
     /// Stops the server cleanly (PostgreSQL's fast shutdown, MariaDB's normal one) and starts
     /// it again on the same data directory and port; returns once it answers queries.
-    pub fn restart(&mut self) -> Result<(), String> {
+    pub(crate) fn restart(&mut self) -> Result<(), String> {
         self.stop();
         let mut last = String::new();
         // The port was ours a moment ago; should something else grab it, wait for it.
@@ -155,7 +155,7 @@ impl PrivateServer {
 
     /// Stops the server and waits until its process has exited. Clean shutdown first; a
     /// server still running after 30 s is killed.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -177,7 +177,7 @@ impl PrivateServer {
     }
 
     /// The server's log so far, for failure messages.
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         fs::read_to_string(self.root.join("server.log")).unwrap_or_default()
     }
 

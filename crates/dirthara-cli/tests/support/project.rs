@@ -13,10 +13,10 @@ use super::run::{run_command, Run};
 use super::{dirthara_command, scratch_dir};
 
 /// Upper bound for one `dirthara` run: no test may hang the suite.
-pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A temporary project directory with a `migrations/` directory in it.
-pub struct Project {
+pub(crate) struct Project {
     dir: TempDir,
 }
 
@@ -27,29 +27,29 @@ impl Default for Project {
 }
 
 impl Project {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = scratch_dir();
         fs::create_dir(dir.path().join("migrations")).expect("create migrations/");
         Project { dir }
     }
 
     /// The project's root (the working directory of every run).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
     /// `<root>/<rel>`.
-    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+    pub(crate) fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
         self.path().join(rel)
     }
 
     /// `<root>/migrations`.
-    pub fn migrations_dir(&self) -> PathBuf {
+    pub(crate) fn migrations_dir(&self) -> PathBuf {
         self.join("migrations")
     }
 
     /// Writes `contents` to `<root>/<rel>`, creating parent directories.
-    pub fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
+    pub(crate) fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
         let path = self.join(rel);
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).expect("create parent directory");
@@ -59,18 +59,18 @@ impl Project {
     }
 
     /// Writes `migrations/<file_name>`.
-    pub fn migration(&self, file_name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    pub(crate) fn migration(&self, file_name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
         self.write(Path::new("migrations").join(file_name), contents)
     }
 
     /// Writes `migrations/<version>_<name>.up.sql` and `.down.sql`.
-    pub fn reversible(&self, version: i64, name: &str, up: &str, down: &str) {
+    pub(crate) fn reversible(&self, version: i64, name: &str, up: &str, down: &str) {
         self.migration(&format!("{version}_{name}.up.sql"), up);
         self.migration(&format!("{version}_{name}.down.sql"), down);
     }
 
     /// Writes a reversible migration that creates table `table` (and drops it on the way down).
-    pub fn table_migration(&self, version: i64, name: &str, table: &str) {
+    pub(crate) fn table_migration(&self, version: i64, name: &str, table: &str) {
         self.reversible(
             version,
             name,
@@ -80,23 +80,23 @@ impl Project {
     }
 
     /// Writes `migrations/<version>_<name>.sql`, an up-only (irreversible) migration.
-    pub fn irreversible(&self, version: i64, name: &str, up: &str) {
+    pub(crate) fn irreversible(&self, version: i64, name: &str, up: &str) {
         self.migration(&format!("{version}_{name}.sql"), up);
     }
 
     /// Removes `<root>/<rel>` (a file).
-    pub fn remove(&self, rel: impl AsRef<Path>) {
+    pub(crate) fn remove(&self, rel: impl AsRef<Path>) {
         let path = self.join(rel);
         fs::remove_file(&path).unwrap_or_else(|e| panic!("remove {}: {e}", path.display()));
     }
 
     /// Whether `<root>/<rel>` exists.
-    pub fn exists(&self, rel: impl AsRef<Path>) -> bool {
+    pub(crate) fn exists(&self, rel: impl AsRef<Path>) -> bool {
         self.join(rel).exists()
     }
 
     /// The file names in `<root>/<rel>`, sorted.
-    pub fn list(&self, rel: impl AsRef<Path>) -> Vec<String> {
+    pub(crate) fn list(&self, rel: impl AsRef<Path>) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(self.join(rel))
             .map(|entries| {
                 entries
@@ -111,7 +111,7 @@ impl Project {
 
     /// A `dirthara` command with this project as its working directory, a clean environment
     /// (see [`scrub_env`](super::scrub_env)), stdin not a terminal, and a timeout.
-    pub fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         let mut cmd = Command::from_std(dirthara_command());
         cmd.current_dir(self.path()).timeout(RUN_TIMEOUT);
         cmd
@@ -119,20 +119,20 @@ impl Project {
 
     /// Runs `dirthara <args>` in this project.
     #[track_caller]
-    pub fn run(&self, args: &[&str]) -> Run {
+    pub(crate) fn run(&self, args: &[&str]) -> Run {
         run_command(self.cmd().args(args))
     }
 
     /// Runs `dirthara -d sqlite:<db> <args>` (locking left at its default).
     #[track_caller]
-    pub fn sqlite(&self, db: &str, args: &[&str]) -> Run {
+    pub(crate) fn sqlite(&self, db: &str, args: &[&str]) -> Run {
         let url = format!("sqlite:{db}");
         run_command(self.cmd().args(["-d", url.as_str()]).args(args))
     }
 
     /// Runs `dirthara -d sqlite:<db> --no-lock <args>`.
     #[track_caller]
-    pub fn unlocked(&self, db: &str, args: &[&str]) -> Run {
+    pub(crate) fn unlocked(&self, db: &str, args: &[&str]) -> Run {
         let url = format!("sqlite:{db}");
         run_command(
             self.cmd()
@@ -143,7 +143,7 @@ impl Project {
 
     /// `status --output json` of `db` (unlocked), as `(version, state, batch)` rows.
     #[track_caller]
-    pub fn states(&self, db: &str) -> Vec<(i64, String, Option<i64>)> {
+    pub(crate) fn states(&self, db: &str) -> Vec<(i64, String, Option<i64>)> {
         let run = self.unlocked(db, &["status", "--output", "json"]);
         run.success();
         let doc = run.json();
@@ -162,14 +162,14 @@ impl Project {
     }
 
     /// The tables of the SQLite database `<root>/<db>` (see [`sqlite_tables`]).
-    pub fn tables(&self, db: &str) -> Vec<String> {
+    pub(crate) fn tables(&self, db: &str) -> Vec<String> {
         sqlite_tables(&self.join(db))
     }
 }
 
 /// The names of the tables in a SQLite database file, asked of SQLite itself (sqlx's driver,
 /// as dirthara uses it). A missing or empty file has no tables, and is not created.
-pub fn sqlite_tables(path: &Path) -> Vec<String> {
+pub(crate) fn sqlite_tables(path: &Path) -> Vec<String> {
     use sqlx::sqlite::SqliteConnectOptions;
     use sqlx::{ConnectOptions, Connection, Row};
     if fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {

@@ -4,7 +4,7 @@ use assert_cmd::Command;
 
 /// The captured result of one run.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     /// The exit code; `None` when the process was killed by a signal.
     pub code: Option<i32>,
     pub stdout: String,
@@ -23,7 +23,7 @@ impl Run {
 
     /// Asserts the exit code.
     #[track_caller]
-    pub fn code(&self, expected: i32) -> &Self {
+    pub(crate) fn code(&self, expected: i32) -> &Self {
         assert_eq!(
             self.code,
             Some(expected),
@@ -35,13 +35,13 @@ impl Run {
 
     /// Asserts exit code 0.
     #[track_caller]
-    pub fn success(&self) -> &Self {
+    pub(crate) fn success(&self) -> &Self {
         self.code(0)
     }
 
     /// Asserts exit code 1 and an `Error [CODE]: ` line on stderr (and none on stdout).
     #[track_caller]
-    pub fn error(&self, code: &str) -> &Self {
+    pub(crate) fn error(&self, code: &str) -> &Self {
         self.code(1);
         let marker = format!("Error [{code}]: ");
         assert!(
@@ -59,7 +59,7 @@ impl Run {
 
     /// Asserts a `warning [CODE]: ` line on stderr.
     #[track_caller]
-    pub fn warning(&self, code: &str) -> &Self {
+    pub(crate) fn warning(&self, code: &str) -> &Self {
         let marker = format!("warning [{code}]: ");
         assert!(
             self.stderr.lines().any(|l| l.starts_with(&marker)),
@@ -71,7 +71,7 @@ impl Run {
 
     /// Asserts that stdout contains `text`.
     #[track_caller]
-    pub fn stdout_has(&self, text: &str) -> &Self {
+    pub(crate) fn stdout_has(&self, text: &str) -> &Self {
         assert!(
             self.stdout.contains(text),
             "expected stdout to contain {text:?}\n{}",
@@ -82,7 +82,7 @@ impl Run {
 
     /// Asserts that stderr contains `text`.
     #[track_caller]
-    pub fn stderr_has(&self, text: &str) -> &Self {
+    pub(crate) fn stderr_has(&self, text: &str) -> &Self {
         assert!(
             self.stderr.contains(text),
             "expected stderr to contain {text:?}\n{}",
@@ -93,7 +93,7 @@ impl Run {
 
     /// Asserts that neither stdout nor stderr contains `text`.
     #[track_caller]
-    pub fn nowhere(&self, text: &str) -> &Self {
+    pub(crate) fn nowhere(&self, text: &str) -> &Self {
         assert!(
             !self.stdout.contains(text) && !self.stderr.contains(text),
             "{text:?} must not be printed\n{}",
@@ -104,7 +104,7 @@ impl Run {
 
     /// Stdout parsed as exactly one JSON document.
     #[track_caller]
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
             panic!(
                 "stdout is not exactly one JSON document: {e}\n{}",
@@ -115,7 +115,7 @@ impl Run {
 
     /// Stdout parsed as one JSON object per non-empty line.
     #[track_caller]
-    pub fn ndjson(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn ndjson(&self) -> Vec<serde_json::Value> {
         self.stdout
             .lines()
             .filter(|l| !l.trim().is_empty())
@@ -130,7 +130,7 @@ impl Run {
 
 /// Runs `cmd` to completion and captures its output.
 #[track_caller]
-pub fn run_command(cmd: &mut Command) -> Run {
+pub(crate) fn run_command(cmd: &mut Command) -> Run {
     let command = format!("{:?}", cmd);
     let output = cmd
         .output()

@@ -32,14 +32,14 @@ macro_rules! scenario_tests {
 
 /// Where a scenario runs: the database a row names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Database {
+pub(crate) enum Database {
     /// A SQLite file shared by the processes of the test.
     Sqlite,
     Server(Server),
 }
 
 /// The database of one test.
-pub enum Place {
+pub(crate) enum Place {
     Sqlite(TempDir),
     Server(TestDb),
 }
@@ -47,14 +47,14 @@ pub enum Place {
 impl Place {
     /// A new SQLite file or server database; `None` (after saying so) when the server is not
     /// there, and the test is skipped (a failure under `DIRTHARA_REQUIRE_SERVERS=1`).
-    pub async fn new(database: Database) -> Option<Place> {
+    pub(crate) async fn new(database: Database) -> Option<Place> {
         match database {
             Database::Sqlite => Some(Place::Sqlite(scratch_dir())),
             Database::Server(server) => TestDb::create(server).await.map(Place::Server),
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         match self {
             Place::Sqlite(dir) => format!("sqlite:{}", dir.path().join("lock.db").display()),
             Place::Server(db) => db.url.clone(),
@@ -62,7 +62,7 @@ impl Place {
     }
 
     /// The server database; `None` for SQLite.
-    pub fn db(&self) -> Option<&TestDb> {
+    pub(crate) fn db(&self) -> Option<&TestDb> {
         match self {
             Place::Sqlite(_) => None,
             Place::Server(db) => Some(db),
@@ -70,7 +70,7 @@ impl Place {
     }
 
     /// `count` trivial migrations, each creating a table (a collection on MongoDB).
-    pub fn migrations(&self, count: i64) -> Migrations {
+    pub(crate) fn migrations(&self, count: i64) -> Migrations {
         match self.db().map(|db| db.server) {
             Some(Server::Mongo) => Migrations::collections(count),
             _ => Migrations::tables(count),
@@ -79,7 +79,7 @@ impl Place {
 
     /// A step that keeps the database busy for about `seconds` (SQLite has no sleep: a
     /// recursive count of `seconds` times 1.5 million rows).
-    pub fn busy_step(&self, seconds: f64) -> String {
+    pub(crate) fn busy_step(&self, seconds: f64) -> String {
         match self.db() {
             Some(db) => db.server.sleep(seconds),
             None => format!(

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 /// A running `--output ndjson` command and the events it has printed so far.
-pub struct Watched {
+pub(crate) struct Watched {
     child: Child,
     lines: Receiver<String>,
     /// What it printed on stderr so far, read as it is printed.
@@ -24,7 +24,7 @@ pub struct Watched {
 
 /// A watched run that ended.
 #[derive(Debug)]
-pub struct Ended {
+pub(crate) struct Ended {
     pub code: Option<i32>,
     pub events: Vec<Value>,
     pub stderr: String,
@@ -32,7 +32,7 @@ pub struct Ended {
 
 impl Ended {
     /// The `error` event's object (`Value::Null` without one).
-    pub fn error(&self) -> &Value {
+    pub(crate) fn error(&self) -> &Value {
         self.events
             .iter()
             .rev()
@@ -42,7 +42,7 @@ impl Ended {
     }
 
     /// The versions of its `migration_finished` events.
-    pub fn finished(&self) -> Vec<u64> {
+    pub(crate) fn finished(&self) -> Vec<u64> {
         self.events
             .iter()
             .filter(|e| e["event"] == "migration_finished")
@@ -53,7 +53,7 @@ impl Ended {
 
 impl Watched {
     /// Starts `cmd`, which must print `--output ndjson`.
-    pub fn spawn(mut cmd: Command) -> Watched {
+    pub(crate) fn spawn(mut cmd: Command) -> Watched {
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -88,23 +88,23 @@ impl Watched {
     }
 
     /// The process id of the run.
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.child.id()
     }
 
     /// Kills the run outright (SIGKILL on Unix).
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         self.child.kill().unwrap();
     }
 
     /// What it printed on stderr so far.
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr_so_far.lock().unwrap()).into_owned()
     }
 
     /// Reads the events printed since the last look, without waiting; whether the run's
     /// output is still open.
-    pub fn poll(&mut self) -> bool {
+    pub(crate) fn poll(&mut self) -> bool {
         loop {
             match self.lines.try_recv() {
                 Ok(line) => self
@@ -118,7 +118,7 @@ impl Watched {
 
     /// Waits until an event with `event` (and, if given, `version`) is printed; panics
     /// after 30 s or when the run ends first.
-    pub fn wait_for(&mut self, event: &str, version: Option<u64>) {
+    pub(crate) fn wait_for(&mut self, event: &str, version: Option<u64>) {
         let deadline = Instant::now() + Duration::from_secs(30);
         let matches = |e: &Value| e["event"] == event && version.is_none_or(|v| e["version"] == v);
         if self.events.iter().any(matches) {
@@ -152,7 +152,7 @@ impl Watched {
     }
 
     /// Waits for the run to end (killing it, and failing, after `limit`: a hang).
-    pub fn finish(mut self, limit: Duration) -> Ended {
+    pub(crate) fn finish(mut self, limit: Duration) -> Ended {
         let started = Instant::now();
         let status = loop {
             if let Some(status) = self.child.try_wait().unwrap() {

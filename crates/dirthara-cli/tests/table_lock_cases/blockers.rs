@@ -22,7 +22,7 @@ use crate::support::{dirthara, wait_with_watchdog, Migrations};
 
 /// Starts `cmd` and returns its first `warning [TABLE_LOCK_TIMEOUT]` line; the rest of its
 /// stderr is collected by the returned thread.
-pub fn first_warning(mut cmd: Command) -> (Child, String, std::thread::JoinHandle<String>) {
+pub(crate) fn first_warning(mut cmd: Command) -> (Child, String, std::thread::JoinHandle<String>) {
     let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

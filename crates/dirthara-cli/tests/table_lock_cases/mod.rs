@@ -15,12 +15,12 @@
 //!   whole seconds said.
 #![allow(dead_code)]
 
-pub mod attempts;
-pub mod blockers;
-pub mod early;
-pub mod pooler;
-pub mod settings;
-pub mod traps;
+pub(crate) mod attempts;
+pub(crate) mod blockers;
+pub(crate) mod early;
+pub(crate) mod pooler;
+pub(crate) mod settings;
+pub(crate) mod traps;
 
 use std::time::{Duration, Instant};
 
@@ -30,7 +30,7 @@ use crate::support::servers::{Server, TestDb};
 
 /// A transaction that read a table and stays open until [`Blocker::end`]. On PostgreSQL it
 /// names itself `report-job`.
-pub struct Blocker {
+pub(crate) struct Blocker {
     /// Its session: PostgreSQL `pg_backend_pid()`, MySQL `CONNECTION_ID()`.
     pub session: i64,
     end: tokio::sync::oneshot::Sender<()>,
@@ -39,12 +39,12 @@ pub struct Blocker {
 
 impl Blocker {
     /// Holds `users` of `db`.
-    pub async fn hold(db: &TestDb) -> Blocker {
+    pub(crate) async fn hold(db: &TestDb) -> Blocker {
         Blocker::hold_at(db.server, &db.url, "users").await
     }
 
     /// Connects to `url` and holds `table` (which may be qualified).
-    pub async fn hold_at(server: Server, url: &str, table: &str) -> Blocker {
+    pub(crate) async fn hold_at(server: Server, url: &str, table: &str) -> Blocker {
         let read = format!("SELECT count(*) FROM {table}");
         let (ready, started) = tokio::sync::oneshot::channel();
         let (end, ended) = tokio::sync::oneshot::channel::<()>();
@@ -82,13 +82,13 @@ impl Blocker {
     }
 
     /// Commits, and returns once the transaction has ended.
-    pub async fn end(self) {
+    pub(crate) async fn end(self) {
         let _ = self.end.send(());
         self.task.await.unwrap();
     }
 
     /// Commits after `hold`, without waiting for it here.
-    pub fn end_after(self, hold: Duration) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn end_after(self, hold: Duration) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             tokio::time::sleep(hold).await;
             self.end().await;
@@ -103,12 +103,12 @@ fn with_param(url: &str, param: &str) -> String {
     }
 }
 
-pub async fn users(db: &TestDb) {
+pub(crate) async fn users(db: &TestDb) {
     db.execute("CREATE TABLE users (id INT PRIMARY KEY)").await;
 }
 
 /// The columns of `users`, sorted.
-pub async fn columns(db: &TestDb) -> Vec<String> {
+pub(crate) async fn columns(db: &TestDb) -> Vec<String> {
     let sql = match db.server {
         Server::Postgres => {
             "SELECT column_name::text FROM information_schema.columns \
@@ -122,7 +122,7 @@ pub async fn columns(db: &TestDb) -> Vec<String> {
     db.strings(sql).await
 }
 
-pub fn ndjson(stdout: &str) -> Vec<serde_json::Value> {
+pub(crate) fn ndjson(stdout: &str) -> Vec<serde_json::Value> {
     stdout
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
@@ -130,7 +130,7 @@ pub fn ndjson(stdout: &str) -> Vec<serde_json::Value> {
 }
 
 /// The `table_lock_timeout` events of an ndjson run.
-pub fn retries(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+pub(crate) fn retries(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
     (events.iter())
         .filter(|e| e["event"] == "table_lock_timeout")
         .collect()
@@ -138,7 +138,7 @@ pub fn retries(events: &[serde_json::Value]) -> Vec<&serde_json::Value> {
 
 /// Waits until a statement starting with `statement` has waited for a lock in `db` for at
 /// least `long` — and still waits: no timeout shorter than that bounds it. Panics after 30 s.
-pub async fn wait_until_waited(db: &TestDb, statement: &str, long: Duration) {
+pub(crate) async fn wait_until_waited(db: &TestDb, statement: &str, long: Duration) {
     let ms = long.as_millis();
     let sql = match db.server {
         Server::Postgres => format!(

@@ -52,7 +52,7 @@ fn is_ident_char(b: u8) -> bool {
 }
 
 impl<'a> Lexer<'a> {
-    pub fn new(src: &'a str, dialect: SqlDialect) -> Self {
+    pub(super) fn new(src: &'a str, dialect: SqlDialect) -> Self {
         Lexer {
             src,
             bytes: src.as_bytes(),
@@ -62,12 +62,12 @@ impl<'a> Lexer<'a> {
         }
     }
 
-    pub fn text(&self, token: Token) -> &'a str {
+    pub(super) fn text(&self, token: Token) -> &'a str {
         &self.src[token.start..token.end]
     }
 
     /// Whether `token` is the word `keyword` (ASCII case-insensitive).
-    pub fn is_word(&self, token: Token, keyword: &str) -> bool {
+    pub(super) fn is_word(&self, token: Token, keyword: &str) -> bool {
         token.kind == Kind::Word && self.text(token).eq_ignore_ascii_case(keyword)
     }
 
@@ -82,7 +82,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// The position of the next `\n` at or after `from`, or the end.
-    pub fn line_end(&self, from: usize) -> usize {
+    pub(super) fn line_end(&self, from: usize) -> usize {
         self.bytes[from..]
             .iter()
             .position(|&b| b == b'\n')
@@ -134,7 +134,7 @@ impl<'a> Lexer<'a> {
     }
 
     /// Skips whitespace and comments, stopping at the next token (or the end).
-    pub fn skip_trivia(&mut self) {
+    pub(super) fn skip_trivia(&mut self) {
         let len = self.bytes.len();
         loop {
             while self.pos < len && is_space(self.bytes[self.pos]) {
@@ -211,7 +211,7 @@ impl<'a> Lexer<'a> {
         i
     }
 
-    pub fn next_token(&mut self) -> Option<Token> {
+    pub(super) fn next_token(&mut self) -> Option<Token> {
         self.skip_trivia();
         let start = self.pos;
         let len = self.bytes.len();

@@ -40,7 +40,7 @@ pub(crate) struct LeaseRequest {
 }
 
 impl LeaseRequest {
-    pub fn new(operation: &str, ttl: Duration) -> Self {
+    pub(crate) fn new(operation: &str, ttl: Duration) -> Self {
         LeaseRequest {
             owner_id: format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..)),
             hostname: crate::hostname(),
@@ -64,7 +64,7 @@ pub(crate) struct LeaseRecord {
 }
 
 impl LeaseRecord {
-    pub fn holder(&self, activity: Option<String>) -> LockHolder {
+    pub(crate) fn holder(&self, activity: Option<String>) -> LockHolder {
         let runner = match (&self.operation, &self.hostname, self.pid) {
             (Some(op), Some(host), Some(pid)) => Some(format!("dirthara {op} {host}:{pid}")),
             _ => None,

@@ -10,7 +10,7 @@ use crate::migration::Migration;
 
 /// What another tool's history says, reduced to what adoption needs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ForeignHistory {
+pub(crate) struct ForeignHistory {
     /// The tool, as `--from` names it.
     pub tool: String,
     /// The table it was read from.
@@ -26,7 +26,7 @@ pub struct ForeignHistory {
 
 /// "Everything up to `version`", and why the history says only that much.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Through {
+pub(crate) struct Through {
     pub version: i64,
     /// Whether `version` itself is a migration that must have a file here (golang-migrate's
     /// newest version) or only a marker (a Flyway baseline version).
@@ -47,7 +47,7 @@ pub struct ForeignFailure {
 
 /// What `baseline --from` records: every adopted migration, as one batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AdoptionPlan<'a> {
+pub(crate) struct AdoptionPlan<'a> {
     /// In version order.
     pub records: Vec<&'a Migration>,
     /// Always 1: adoption is refused unless dirthara's history is empty.
@@ -126,7 +126,7 @@ impl From<AdoptionRefusal> for Error {
 ///
 /// Refuses, in this order: a non-empty dirthara history; a failed or dirty entry in the
 /// other tool's history; an applied version without a file here.
-pub fn plan_adoption<'a>(
+pub(crate) fn plan_adoption<'a>(
     available: &'a [Migration],
     applied: &[AppliedMigration],
     foreign: &ForeignHistory,

@@ -45,7 +45,7 @@ pub(crate) struct HistoryNames {
 }
 
 impl HistoryNames {
-    pub fn new(dialect: Dialect, schema: Option<&str>, table: &str) -> Self {
+    pub(crate) fn new(dialect: Dialect, schema: Option<&str>, table: &str) -> Self {
         let qualify = |name: &str| match schema {
             Some(schema) => format!("{}.{}", dialect.ident(schema), dialect.ident(name)),
             None => dialect.ident(name),
@@ -81,7 +81,7 @@ impl Dialect {
         false
     }
 
-    pub fn ident(self, name: &str) -> String {
+    pub(crate) fn ident(self, name: &str) -> String {
         if self.is_mysql() {
             format!("`{}`", name.replace('`', "``"))
         } else {
@@ -89,7 +89,7 @@ impl Dialect {
         }
     }
 
-    pub fn literal(self, value: &str) -> String {
+    pub(crate) fn literal(self, value: &str) -> String {
         let mut escaped = value.replace('\'', "''");
         if self.is_mysql() {
             // MySQL treats backslash as an escape inside literals unless NO_BACKSLASH_ESCAPES.
@@ -185,7 +185,7 @@ impl Dialect {
     }
 
     /// One row per existing table among the history's tables in its schema, giving its name.
-    pub fn existing_history_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn existing_history_sql(self, names: &HistoryNames) -> String {
         let meta = Self::meta_table(&names.table);
         let list = format!("{}, {}", self.literal(&names.table), self.literal(&meta));
         match self {
@@ -267,7 +267,7 @@ impl Dialect {
     }
 
     /// One row per existing table among `names`, giving its name.
-    pub fn existing_tables_sql(self, names: &[&str]) -> String {
+    pub(crate) fn existing_tables_sql(self, names: &[&str]) -> String {
         let list: Vec<String> = names.iter().map(|n| self.literal(n)).collect();
         let list = list.join(", ");
         match self {
@@ -288,7 +288,7 @@ impl Dialect {
         }
     }
 
-    pub fn create_history_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn create_history_sql(self, names: &HistoryNames) -> String {
         format!(
             "CREATE TABLE {t} (\n\
              \x20 version BIGINT NOT NULL PRIMARY KEY,\n\
@@ -309,7 +309,12 @@ impl Dialect {
     /// each step adds what its layout added, then the meta table says so. A column a run
     /// added before it died (MySQL commits an `ALTER` at once) is not added again:
     /// `has_failure` says whether it is there.
-    pub fn upgrade_sql(self, names: &HistoryNames, from: i64, has_failure: bool) -> Vec<String> {
+    pub(crate) fn upgrade_sql(
+        self,
+        names: &HistoryNames,
+        from: i64,
+        has_failure: bool,
+    ) -> Vec<String> {
         let mut steps = Vec::new();
         if from < 2 && !has_failure {
             steps.push(format!(
@@ -328,7 +333,7 @@ impl Dialect {
 
     /// One row when the history table has the `failure` column (layout 2), asked of the
     /// catalog so that nothing fails when it has not.
-    pub fn has_failure_column_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn has_failure_column_sql(self, names: &HistoryNames) -> String {
         let table = self.literal(&names.table);
         match self {
             #[cfg(feature = "sqlite")]
@@ -350,7 +355,7 @@ impl Dialect {
         }
     }
 
-    pub fn create_meta_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn create_meta_sql(self, names: &HistoryNames) -> String {
         format!(
             "CREATE TABLE {} (meta_key VARCHAR(64) NOT NULL PRIMARY KEY, meta_value VARCHAR(255) NOT NULL);\n{}",
             names.meta,
@@ -359,7 +364,7 @@ impl Dialect {
     }
 
     /// The meta table's layout row, as [`Dialect::create_meta_sql`] writes it.
-    pub fn layout_row_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn layout_row_sql(self, names: &HistoryNames) -> String {
         format!(
             "INSERT INTO {} (meta_key, meta_value) VALUES ({}, {})",
             names.meta,
@@ -368,7 +373,7 @@ impl Dialect {
         )
     }
 
-    pub fn layout_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn layout_sql(self, names: &HistoryNames) -> String {
         format!(
             "SELECT meta_value FROM {} WHERE meta_key = {}",
             names.meta,
@@ -381,7 +386,7 @@ impl Dialect {
     /// of `version:checksum` in version order joined by `,` — computed by the server where
     /// it has SHA-256; SQLite, which has none, sends the joined text for us to hash. Reads
     /// only columns every layout has.
-    pub fn digest_sql(self, names: &HistoryNames) -> String {
+    pub(crate) fn digest_sql(self, names: &HistoryNames) -> String {
         let t = &names.history;
         match self {
             #[cfg(feature = "postgres")]
@@ -416,7 +421,7 @@ impl Dialect {
 
     /// Every record, in version order, of a history of layout `layout` (a read-only
     /// command reads an older layout as it is: only a locked one upgrades it).
-    pub fn select_history_sql(self, names: &HistoryNames, layout: i64) -> String {
+    pub(crate) fn select_history_sql(self, names: &HistoryNames, layout: i64) -> String {
         format!(
             "SELECT {}, name, checksum, {}, state, {}, {}, applied_by, {} FROM {} ORDER BY version",
             self.text("version"),
@@ -447,7 +452,7 @@ impl Dialect {
 
     /// As [`Dialect::change_sql`] for a step's `running` marker (a new record going up, a
     /// state set going down), written only where the SQL `condition` holds.
-    pub fn guarded_change_sql(
+    pub(crate) fn guarded_change_sql(
         self,
         names: &HistoryNames,
         change: &HistoryChange,
@@ -466,7 +471,7 @@ impl Dialect {
         }
     }
 
-    pub fn change_sql(self, names: &HistoryNames, change: &HistoryChange) -> String {
+    pub(crate) fn change_sql(self, names: &HistoryNames, change: &HistoryChange) -> String {
         let t = &names.history;
         match change {
             HistoryChange::Insert(record) => format!(
@@ -501,7 +506,7 @@ impl Dialect {
 
     /// Rows of (kind, name) for every object `fresh` drops, in `schema` (`None`: the
     /// session's current one).
-    pub fn list_objects_sql(self, schema: Option<&str>) -> String {
+    pub(crate) fn list_objects_sql(self, schema: Option<&str>) -> String {
         match self {
             #[cfg(feature = "sqlite")]
             Dialect::Sqlite => format!(
@@ -537,7 +542,7 @@ impl Dialect {
     }
 
     /// One script dropping `objects` (of `schema`), views before tables, ignoring foreign keys.
-    pub fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String {
+    pub(crate) fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String {
         let mut statements = Vec::new();
         if self.is_mysql() {
             statements.push("SET FOREIGN_KEY_CHECKS = 0".to_string());

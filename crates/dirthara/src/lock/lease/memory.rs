@@ -29,13 +29,13 @@ pub(crate) struct LeaseState {
 pub(crate) struct MemoryLeaseStore(pub Arc<Mutex<LeaseState>>);
 
 impl MemoryLeaseStore {
-    pub fn owner(&self) -> Option<String> {
+    pub(crate) fn owner(&self) -> Option<String> {
         let state = self.0.lock().unwrap();
         state.lease.as_ref().and_then(|(r, _)| r.owner_id.clone())
     }
 
     /// Someone else holds a live lease now.
-    pub fn put_owner(&self, owner: &str) {
+    pub(crate) fn put_owner(&self, owner: &str) {
         let record = LeaseRecord {
             owner_id: Some(owner.into()),
             ..LeaseRecord::default()
@@ -44,7 +44,7 @@ impl MemoryLeaseStore {
         self.0.lock().unwrap().lease = Some((record, expiry));
     }
 
-    pub fn put_malformed(&self, expiry: Expiry) {
+    pub(crate) fn put_malformed(&self, expiry: Expiry) {
         let record = LeaseRecord {
             owner_id: Some("someone-else".into()),
             hostname: Some("old-host".into()),
