@@ -293,14 +293,7 @@ async fn postgres_a_concurrently_index_waits_instead_of_giving_way() {
         "-- dirthara:no-transaction\nCREATE INDEX CONCURRENTLY users_id ON users (id);\n",
         None,
     );
-    let preview = dirthara(
-        &db.url,
-        m.path(),
-        &["preview", "migrate", "--output", "json"],
-    )
-    .output()
-    .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    let doc = table_lock_cases::preview(&db, m.path(), &[]);
     let step = &doc["steps"][0];
     assert!(step["table_lock_timeout_ms"].is_null(), "{doc}");
     assert!(

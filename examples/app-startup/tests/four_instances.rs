@@ -3,32 +3,17 @@
 
 use std::process::{Command, Stdio};
 
-use sqlx::{Connection, Executor, PgConnection, Row};
+mod common;
 
-fn admin_url() -> String {
-    std::env::var("DIRTHARA_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
+use common::Scratch;
+use sqlx::{Connection, Executor, Row};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn four_instances_started_together_all_start_and_migrate_once() {
-    let admin = admin_url();
-    let mut conn = match PgConnection::connect(&admin).await {
-        Ok(conn) => conn,
-        Err(error) if std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref() != Ok("1") => {
-            eprintln!("SKIPPED: PostgreSQL at {admin} is not usable ({error})");
-            return;
-        }
-        Err(error) => panic!(
-            "PostgreSQL at {admin} is not usable ({error}); DIRTHARA_REQUIRE_SERVERS=1 requires it"
-        ),
+    let Some(db) = Scratch::create("dirthara_app").await else {
+        return;
     };
-    let name = format!("dirthara_app_{}", std::process::id());
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap().to_string();
-    let url = format!("{base}/{name}");
+    let url = db.url.clone();
 
     let instances: Vec<_> = (0..4)
         .map(|_| {
@@ -68,7 +53,7 @@ async fn four_instances_started_together_all_start_and_migrate_once() {
         "one instance applies everything, the rest nothing"
     );
 
-    let mut app = PgConnection::connect(&url).await.unwrap();
+    let mut app = db.connect().await;
     let rows = app
         .fetch_all("SELECT version, batch FROM dirthara_migrations ORDER BY version")
         .await
@@ -76,7 +61,5 @@ async fn four_instances_started_together_all_start_and_migrate_once() {
     let history: Vec<(i64, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(history, vec![(1, 1), (2, 1), (3, 1)]);
     app.close().await.unwrap();
-    conn.execute(format!("DROP DATABASE {name} WITH (FORCE)").as_str())
-        .await
-        .unwrap();
+    db.drop_now().await;
 }

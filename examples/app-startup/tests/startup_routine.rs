@@ -5,7 +5,9 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use sqlx::{Connection, Executor, PgConnection};
+mod common;
+
+use common::Scratch;
 
 const PROGRAM: &str = include_str!("../src/bin/startup_routine.rs");
 
@@ -68,26 +70,12 @@ fn the_recipe_is_the_program_word_for_word() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_program_prints_what_the_recipe_shows() {
-    let admin = std::env::var("DIRTHARA_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    let mut conn = match PgConnection::connect(&admin).await {
-        Ok(conn) => conn,
-        Err(error) if std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref() != Ok("1") => {
-            eprintln!("SKIPPED: PostgreSQL at {admin} is not usable ({error})");
-            return;
-        }
-        Err(error) => panic!(
-            "PostgreSQL at {admin} is not usable ({error}); DIRTHARA_REQUIRE_SERVERS=1 requires it"
-        ),
+    let Some(db) = Scratch::create("dirthara_recipe").await else {
+        return;
     };
-    let name = format!("dirthara_recipe_{}", std::process::id());
-    conn.execute(format!("CREATE DATABASE {name}").as_str())
-        .await
-        .unwrap();
-    let base = admin.rsplit_once('/').map(|(b, _)| b).unwrap().to_string();
-    let url = format!("{base}/{name}");
+    let url = db.url.clone();
     // The recipe's three migrations, in a working directory of the test's own.
-    let dir: PathBuf = std::env::temp_dir().join(&name);
+    let dir: PathBuf = std::env::temp_dir().join(db.name());
     let migrations = dir.join("migrations");
     std::fs::create_dir_all(&migrations).unwrap();
     for (file, sql) in [
@@ -123,9 +111,7 @@ async fn the_program_prints_what_the_recipe_shows() {
     let (first_ok, first) = run();
     let (second_ok, second) = run();
     let _ = std::fs::remove_dir_all(&dir);
-    conn.execute(format!("DROP DATABASE {name} WITH (FORCE)").as_str())
-        .await
-        .unwrap();
+    db.drop_now().await;
     assert!(first_ok && second_ok, "{first}\n{second}");
     let page = recipes();
     let shown = blocks(&page, "```text\n");

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use super::blockers::first_warning;
-use super::{columns, ndjson, retries, users, Blocker};
+use super::{columns, ndjson, preview, retries, users, Blocker};
 use crate::support::servers::{Server, TestDb};
 use crate::support::{dirthara, text, wait_with_watchdog, Migrations};
 
@@ -123,14 +123,7 @@ async fn postgres_a_file_that_manages_its_own_transaction_is_never_retried_but_n
         "BEGIN;\nALTER TABLE users ADD COLUMN c INT;\nCOMMIT;\n",
         None,
     );
-    let preview = dirthara(
-        &db.url,
-        m.path(),
-        &["preview", "migrate", "--output", "json"],
-    )
-    .output()
-    .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&preview.stdout).unwrap();
+    let doc = preview(&db, m.path(), &[]);
     assert_eq!(
         doc["steps"][0]["retried"], "never: it manages its own transaction",
         "{doc}"
@@ -184,14 +177,7 @@ async fn mariadb_preview_and_the_warning_say_the_timeout_as_applied_and_why_neve
         None,
     );
     let args = ["preview", "migrate", "--table-lock-timeout", "1500ms"];
-    let json = dirthara(
-        &db.url,
-        m.path(),
-        &[&args[..], &["--output", "json"]].concat(),
-    )
-    .output()
-    .unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let doc = preview(&db, m.path(), &args[2..]);
     let step = &doc["steps"][0];
     assert_eq!(step["table_lock_timeout_ms"], 2000, "{doc}");
     assert_eq!(step["table_lock_timeout_rounded_from_ms"], 1500, "{doc}");

@@ -122,6 +122,21 @@ pub(crate) async fn columns(db: &TestDb) -> Vec<String> {
     db.strings(sql).await
 }
 
+/// `preview migrate` of `migrations` on `db` with `extra` flags, as its JSON document.
+pub(crate) fn preview(
+    db: &TestDb,
+    migrations: &std::path::Path,
+    extra: &[&str],
+) -> serde_json::Value {
+    let mut args = vec!["preview", "migrate", "--output", "json"];
+    args.extend(extra);
+    let out = crate::support::dirthara(&db.url, migrations, &args)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {:?}", crate::support::text(&out)))
+}
+
 pub(crate) fn ndjson(stdout: &str) -> Vec<serde_json::Value> {
     stdout
         .lines()
