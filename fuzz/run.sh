@@ -5,7 +5,11 @@
 #   bash fuzz/run.sh            # 200000 cases per target (≥ 10^6 executions in total)
 #   CASES=1000000 bash fuzz/run.sh
 #
-# Each target prints "fuzz <target>: <cases> cases in <seconds>s" (shown with --nocapture).
+# Every input of every target is held to the target's time and memory bounds (the runner,
+# crates/dirthara-test-kit/src/fuzz.rs); one that never returns ends the run, naming its
+# case and the seed to replay it with (DIRTHARA_FUZZ_SEED=<seed> bash fuzz/run.sh).
+# Each target prints "fuzz <target>: <cases> cases in <seconds>s (seed S); slowest input
+# <ms>, largest input held <MiB>" (shown with --nocapture).
 # The loader target writes a temporary directory per case: it runs a tenth of CASES.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

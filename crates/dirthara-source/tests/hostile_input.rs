@@ -17,8 +17,8 @@ use dirthara_source::sql::{
     has_client_delimiter, is_blank, line_column, mysql_client_statements, split_statements,
     transaction_control, SqlDialect,
 };
+use dirthara_test_kit::fuzz::{cases, fuzz, Bounds, CountingAllocator};
 use proptest::prelude::*;
-use proptest::test_runner::{Config, TestRunner};
 
 const DIALECTS: [SqlDialect; 3] = [SqlDialect::Postgres, SqlDialect::MySql, SqlDialect::Sqlite];
 const LAYOUTS: [Option<Layout>; 6] = [
@@ -30,35 +30,15 @@ const LAYOUTS: [Option<Layout>; 6] = [
     Some(Layout::Flyway),
 ];
 
-fn cases(default: u32) -> u32 {
-    std::env::var("DIRTHARA_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-/// Runs `test` on `cases` inputs from `strategy`, failing with the minimal failing input.
-fn fuzz<S: Strategy>(target: &str, cases: u32, strategy: S, test: impl Fn(S::Value))
-where
-    S::Value: std::fmt::Debug,
-{
-    let mut runner = TestRunner::new(Config {
-        cases,
-        failure_persistence: None,
-        ..Config::default()
-    });
-    let started = Instant::now();
-    let result = runner.run(&strategy, |value| {
-        test(value);
-        Ok(())
-    });
-    if let Err(error) = result {
-        panic!("{target}: {error}");
-    }
-    eprintln!(
-        "fuzz {target}: {cases} cases in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+const MIB: usize = 1024 * 1024;
+
+/// Now and then, one piece repeated into a big input (up to about 1.5 MB): a size no
+/// hand-written case reaches, where a quadratic step or a copy per statement would show.
+fn huge(pieces: &'static [&'static str]) -> impl Strategy<Value = String> {
+    (prop::sample::select(pieces), 1_000..50_000usize).prop_map(|(piece, n)| piece.repeat(n))
 }
 
 /// Text built from the pieces that change a tokenizer's state, mixed with arbitrary text.
@@ -117,8 +97,9 @@ fn sqlish() -> impl Strategy<Value = String> {
     ];
     prop::collection::vec(
         prop_oneof![
-            3 => prop::sample::select(PIECES).prop_map(str::to_string),
-            1 => any::<String>(),
+            300 => prop::sample::select(PIECES).prop_map(str::to_string),
+            100 => any::<String>(),
+            1 => huge(PIECES),
         ],
         0..48,
     )
@@ -168,7 +149,10 @@ fn tokenize_everything(sql: &str) {
 
 #[test]
 fn the_sql_tokenizer_never_panics_and_returns_slices_of_its_input() {
-    fuzz("sql tokenizer", cases(2000), sqlish(), |sql| {
+    // Bounds: well above what any input of this size needs; a quadratic step or a copy of
+    // the input per statement on a 1.5 MB input is over them.
+    let bounds = Bounds::new(Duration::from_secs(2), 64 * MIB);
+    fuzz("sql tokenizer", cases(2000), bounds, sqlish(), |sql| {
         tokenize_everything(&sql)
     });
 }
@@ -228,6 +212,11 @@ fn jsonish() -> impl Strategy<Value = String> {
         "-0",
         "1e400",
         "18446744073709551616",
+        "-9223372036854775809",
+        "123456789012345678901234567890",
+        "{\"$numberLong\": \"99999999999999999999\"}",
+        "{\"$date\": {\"$numberLong\": \"-99999999999999999\"}}",
+        "{\"$numberDecimal\": \"1E+9999999\"}",
         "\"\\u0000\"",
         "\"\\ud800\"",
         "\u{feff}",
@@ -235,8 +224,9 @@ fn jsonish() -> impl Strategy<Value = String> {
     ];
     prop::collection::vec(
         prop_oneof![
-            4 => prop::sample::select(PIECES).prop_map(str::to_string),
-            1 => any::<String>(),
+            400 => prop::sample::select(PIECES).prop_map(str::to_string),
+            100 => any::<String>(),
+            1 => huge(PIECES),
         ],
         0..40,
     )
@@ -245,7 +235,8 @@ fn jsonish() -> impl Strategy<Value = String> {
 
 #[test]
 fn the_json_command_parser_never_panics() {
-    fuzz("json commands", cases(2000), jsonish(), |text| {
+    let bounds = Bounds::new(Duration::from_secs(2), 64 * MIB);
+    fuzz("json commands", cases(2000), bounds, jsonish(), |text| {
         let _ = is_blank_commands(&text);
         match parse_commands(&text) {
             Ok(commands) => assert!(commands.commands.iter().all(|c| !c.is_empty())),
@@ -309,9 +300,26 @@ fn file_name() -> impl Strategy<Value = Vec<u8>> {
         ".up.json",
         "~",
     ];
+    // Names every layout accepts, so that the file's text is read and checked, not refused
+    // by its name first.
+    const VALID: &[&str] = &[
+        "{v}_m.sql",
+        "{v}_m.up.sql",
+        "{v}_m.down.sql",
+        "{v}_m.up.json",
+        "V{v}__m.sql",
+        "U{v}__m.sql",
+        "2024010112{v:0>4}_m.sql",
+    ];
     prop_oneof![
         8 => prop::collection::vec(prop::sample::select(PIECES), 1..8)
             .prop_map(|parts| parts.concat().into_bytes()),
+        4 => (1u32..40, prop::sample::select(VALID)).prop_map(|(version, form)| {
+            let padded = format!("{version:0>4}");
+            form.replace("{v:0>4}", &padded)
+                .replace("{v}", &version.to_string())
+                .into_bytes()
+        }),
         // Not UTF-8 at all.
         1 => prop::collection::vec(any::<u8>(), 1..12).prop_map(|mut bytes| {
             bytes.push(0xff);
@@ -338,10 +346,18 @@ fn file_text() -> impl Strategy<Value = Vec<u8>> {
         "[]",
         "",
     ];
+    const BIG: &[&str] = &[
+        "INSERT INTO t VALUES ('x;y');\n",
+        "{\"insert\": \"c\", \"documents\": [{}]},",
+        "-- +goose StatementBegin\n",
+        "\0",
+        "\n",
+    ];
     prop_oneof![
-        6 => (prop::collection::vec(prop::sample::select(HEADERS), 0..4), sqlish())
+        60 => (prop::collection::vec(prop::sample::select(HEADERS), 0..4), sqlish())
             .prop_map(|(headers, sql)| format!("{}{sql}", headers.concat()).into_bytes()),
-        1 => prop::collection::vec(any::<u8>(), 0..64),
+        10 => prop::collection::vec(any::<u8>(), 0..64),
+        1 => huge(BIG).prop_map(String::into_bytes),
     ]
 }
 
@@ -434,7 +450,8 @@ fn load_with_every_layout(dir: &Path) {
 #[test]
 fn the_loader_never_panics_on_any_directory_with_any_layout() {
     let strategy = prop::collection::vec(entry(), 0..7);
-    fuzz("loader", cases(300), strategy, |entries| {
+    let bounds = Bounds::new(Duration::from_secs(5), 64 * MIB);
+    fuzz("loader", cases(300), bounds, strategy, |entries| {
         let dir = tempfile::tempdir().unwrap();
         write_entries(dir.path(), &entries);
         load_with_every_layout(dir.path());

@@ -5,40 +5,22 @@
 //! Cases per target: `DIRTHARA_FUZZ_CASES` (default 1000); `fuzz/run.sh` runs them long.
 
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
+use dirthara::config::{MAX_LOCK_TTL, MAX_WAIT};
 use dirthara::redact_url;
 use dirthara::Config;
+use dirthara_test_kit::fuzz::{cases, fuzz, Bounds, CountingAllocator};
 use proptest::prelude::*;
-use proptest::test_runner::{Config as RunnerConfig, TestRunner};
 
-fn cases(default: u32) -> u32 {
-    std::env::var("DIRTHARA_FUZZ_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
+#[global_allocator]
+static ALLOCATOR: CountingAllocator = CountingAllocator;
 
-fn fuzz<S: Strategy>(target: &str, cases: u32, strategy: S, test: impl Fn(S::Value))
-where
-    S::Value: std::fmt::Debug,
-{
-    let mut runner = TestRunner::new(RunnerConfig {
-        cases,
-        failure_persistence: None,
-        ..RunnerConfig::default()
-    });
-    let started = Instant::now();
-    if let Err(error) = runner.run(&strategy, |value| {
-        test(value);
-        Ok(())
-    }) {
-        panic!("{target}: {error}");
-    }
-    eprintln!(
-        "fuzz {target}: {cases} cases in {:.1}s",
-        started.elapsed().as_secs_f64()
-    );
+const MIB: usize = 1024 * 1024;
+
+/// Parsing a setting is small work: a second or a few MiB on one input is a bug.
+fn bounds() -> Bounds {
+    Bounds::new(Duration::from_secs(1), 16 * MIB)
 }
 
 /// What a history table name may be once validated: nothing a SQL string could hide in.
@@ -76,52 +58,58 @@ fn table_name() -> impl Strategy<Value = String> {
 
 #[test]
 fn a_history_table_that_is_not_a_plain_identifier_is_refused_from_file_and_env() {
-    fuzz("history table", cases(2000), table_name(), |name| {
-        // Refused as it is read, naming where it was written; accepted, it stays valid.
-        let mut from_env = Config::with_url("sqlite::memory:");
-        match from_env.merge_env([("DIRTHARA_HISTORY_TABLE".to_string(), name.clone())]) {
-            Ok(()) => {
-                assert!(plain_identifier(&name), "{name:?}");
-                assert_eq!(from_env.history_table, name);
-                from_env.validate().unwrap();
+    fuzz(
+        "history table",
+        cases(2000),
+        bounds(),
+        table_name(),
+        |name| {
+            // Refused as it is read, naming where it was written; accepted, it stays valid.
+            let mut from_env = Config::with_url("sqlite::memory:");
+            match from_env.merge_env([("DIRTHARA_HISTORY_TABLE".to_string(), name.clone())]) {
+                Ok(()) => {
+                    assert!(plain_identifier(&name), "{name:?}");
+                    assert_eq!(from_env.history_table, name);
+                    from_env.validate().unwrap();
+                }
+                Err(error) => {
+                    assert!(!plain_identifier(&name), "{name:?}: {error}");
+                    let message = error.to_string();
+                    assert!(
+                        message.starts_with("environment variable DIRTHARA_HISTORY_TABLE: "),
+                        "{message}"
+                    );
+                }
             }
-            Err(error) => {
-                assert!(!plain_identifier(&name), "{name:?}: {error}");
-                let message = error.to_string();
-                assert!(
-                    message.starts_with("environment variable DIRTHARA_HISTORY_TABLE: "),
-                    "{message}"
-                );
-            }
-        }
 
-        let mut from_file = Config::with_url("sqlite::memory:");
-        let toml = format!("history_table = {}", toml_string(&name));
-        match from_file.merge_toml(&toml, "t.toml", Path::new("")) {
-            Ok(()) => {
-                assert!(plain_identifier(&name), "{name:?}");
-                assert_eq!(from_file.history_table, name);
-                from_file.validate().unwrap();
+            let mut from_file = Config::with_url("sqlite::memory:");
+            let toml = format!("history_table = {}", toml_string(&name));
+            match from_file.merge_toml(&toml, "t.toml", Path::new("")) {
+                Ok(()) => {
+                    assert!(plain_identifier(&name), "{name:?}");
+                    assert_eq!(from_file.history_table, name);
+                    from_file.validate().unwrap();
+                }
+                Err(error) => {
+                    assert!(!plain_identifier(&name), "{name:?}: {error}");
+                    let message = error.to_string();
+                    assert!(
+                        message.starts_with("t.toml: `history_table`: "),
+                        "{message}"
+                    );
+                }
             }
-            Err(error) => {
-                assert!(!plain_identifier(&name), "{name:?}: {error}");
-                let message = error.to_string();
-                assert!(
-                    message.starts_with("t.toml: `history_table`: "),
-                    "{message}"
-                );
-            }
-        }
 
-        // Set in code, past every parser, it is refused before any database is touched.
-        let mut in_code = Config::with_url("sqlite::memory:");
-        in_code.history_table = name.clone();
-        assert_eq!(
-            in_code.validate().is_ok(),
-            plain_identifier(&name),
-            "{name:?}"
-        );
-    });
+            // Set in code, past every parser, it is refused before any database is touched.
+            let mut in_code = Config::with_url("sqlite::memory:");
+            in_code.history_table = name.clone();
+            assert_eq!(
+                in_code.validate().is_ok(),
+                plain_identifier(&name),
+                "{name:?}"
+            );
+        },
+    );
 }
 
 /// A TOML basic string holding `s` exactly.
@@ -194,7 +182,7 @@ fn tomlish() -> impl Strategy<Value = String> {
 
 #[test]
 fn config_files_and_environment_never_panic() {
-    fuzz("config toml", cases(2000), tomlish(), |text| {
+    fuzz("config toml", cases(2000), bounds(), tomlish(), |text| {
         let mut config = Config::default();
         if let Err(error) = config.merge_toml(&text, "dirthara.toml", Path::new("/base")) {
             assert!(error.to_string().starts_with("dirthara.toml"), "{error}");
@@ -241,7 +229,7 @@ fn config_files_and_environment_never_panic() {
         any::<String>(),
     ];
     let vars = prop::collection::vec((prop::sample::select(KEYS), values), 0..6);
-    fuzz("config env", cases(2000), vars, |vars| {
+    fuzz("config env", cases(2000), bounds(), vars, |vars| {
         let mut config = Config::default();
         let vars = vars.into_iter().map(|(k, v)| (k.to_string(), v));
         if config.merge_env(vars).is_ok() {
@@ -364,6 +352,7 @@ fn no_password_survives_redaction_of_a_malformed_url() {
     fuzz(
         "redact_url malformed",
         cases(5000),
+        bounds(),
         malformed_url_with_password(),
         |url| {
             let redacted = redact_url(&url);
@@ -378,6 +367,7 @@ fn no_password_survives_url_redaction() {
     fuzz(
         "redact_url",
         cases(5000),
+        bounds(),
         url_with_password(),
         |(url, _)| {
             let redacted = redact_url(&url);
@@ -400,7 +390,7 @@ fn redaction_never_panics_on_arbitrary_text() {
         )
         .prop_map(|p| p.concat()),
     ];
-    fuzz("redact_url text", cases(3000), strategy, |text| {
+    fuzz("redact_url text", cases(3000), bounds(), strategy, |text| {
         let _ = redact_url(&text);
     });
 }
@@ -427,4 +417,100 @@ fn a_config_error_never_echoes_a_password_from_the_file() {
         .merge_toml("\u{1b164}://", "dirthara.toml", Path::new(""))
         .unwrap_err();
     assert!(error.to_string().starts_with("dirthara.toml"), "{error}");
+}
+
+/// A duration as someone might write one, or mistype one: huge digit runs, fractions,
+/// exponents, every unit humantime knows and some it does not, several parts, signs.
+fn duration_text() -> impl Strategy<Value = String> {
+    const UNITS: &[&str] = &[
+        "", "ns", "us", "ms", "s", "sec", "m", "min", "h", "hr", "d", "day", "days", "w", "week",
+        "M", "month", "y", "year", "years", "e400s", "x", " s", "S",
+    ];
+    const WORDS: &[&str] = &[
+        "forever", "inf", "infinite", "off", "none", "0", "-1s", "NaNs", "",
+    ];
+    let number = prop_oneof![
+        (0u64..100_000).prop_map(|n| n.to_string()),
+        Just(u64::MAX.to_string()),
+        Just((u64::MAX / 1000 - 1).to_string()),
+        Just("9223372036854775807".to_string()),
+        Just("18446743073709551".to_string()),
+        "[0-9]{15,40}",
+        "[0-9]{1,5}\\.[0-9]{1,12}",
+    ];
+    let part = (number, prop::sample::select(UNITS)).prop_map(|(n, u)| format!("{n}{u}"));
+    prop_oneof![
+        4 => prop::collection::vec(part, 1..4).prop_map(|parts| parts.join(" ")),
+        1 => prop::sample::select(WORDS).prop_map(str::to_string),
+        1 => any::<String>(),
+    ]
+}
+
+/// Every duration setting parsed from any text, by file and by environment, either is refused
+/// as a configuration error naming the setting, or holds a value within its documented bound,
+/// which every clock can add to now without overflowing (issue 22: `--lock-wait
+/// 9223372036854775807` panicked, a 99999999999999h lease failed only at lock time, and a
+/// MongoDB lease of 18446743073709551 s was taken already expired).
+#[test]
+fn every_duration_setting_is_bounded_or_refused_by_name() {
+    const SETTINGS: &[(&str, &str)] = &[
+        ("lock_wait", "DIRTHARA_LOCK_WAIT"),
+        ("lock_ttl", "DIRTHARA_LOCK_TTL"),
+        ("connect_timeout", "DIRTHARA_CONNECT_TIMEOUT"),
+        ("table_lock_timeout", "DIRTHARA_TABLE_LOCK_TIMEOUT"),
+        ("table_lock_retry_for", "DIRTHARA_TABLE_LOCK_RETRY_FOR"),
+    ];
+    let strategy = (
+        prop::sample::select(SETTINGS),
+        duration_text(),
+        any::<bool>(),
+    );
+    fuzz(
+        "durations",
+        cases(5000),
+        bounds(),
+        strategy,
+        |((key, variable), text, by_file)| {
+            let mut config = Config::default();
+            config
+                .connections
+                .insert("default".into(), "sqlite:fuzz.db".into());
+            let merged = if by_file {
+                let toml = if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+                    format!("{key} = {text}\n")
+                } else {
+                    format!("{key} = {}\n", toml_string(&text))
+                };
+                config.merge_toml(&toml, "dirthara.toml", Path::new("/base"))
+            } else {
+                config.merge_env([(variable.to_string(), text.clone())])
+            };
+            let merged = merged.and_then(|()| config.validate());
+            match merged {
+                Err(error) => {
+                    let message = error.to_string();
+                    let named = if by_file { key } else { variable };
+                    assert!(message.contains(named), "{text:?} -> {message}");
+                }
+                Ok(()) => {
+                    let values = [
+                        match config.lock_wait {
+                            Some(dirthara::LockWait::For(wait)) => Some((wait, MAX_WAIT)),
+                            _ => None,
+                        },
+                        Some((config.lock_ttl, MAX_LOCK_TTL)),
+                        Some((config.connect_timeout, MAX_WAIT)),
+                        config.table_lock_timeout.map(|t| (t, MAX_WAIT)),
+                        Some((config.table_lock_retry_for, MAX_WAIT)),
+                    ];
+                    for (value, bound) in values.into_iter().flatten() {
+                        assert!(value <= bound, "{key} {text:?} -> {value:?}");
+                        assert!(Instant::now().checked_add(value).is_some());
+                        assert!(SystemTime::now().checked_add(value).is_some());
+                    }
+                    assert!(config.lock_ttl >= dirthara::MIN_LOCK_TTL);
+                }
+            }
+        },
+    );
 }
