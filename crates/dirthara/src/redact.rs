@@ -31,6 +31,11 @@ pub fn redact_url(url: &str) -> String {
     let Some(rest) = url[scheme_end..].strip_prefix("//") else {
         return redact_opaque(url, scheme_end);
     };
+    // A scheme no database of ours has may be no scheme at all: `SECRET://` is a secret
+    // pasted where the URL belongs as surely as `SECRET` is (the long fuzz run found it).
+    if !is_database_scheme(&url[..scheme_end - 1]) {
+        return MASK.to_string();
+    }
     let prefix = &url[..scheme_end + 2];
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..authority_end];
@@ -65,14 +70,29 @@ fn scheme_end(url: &str) -> Option<usize> {
 /// reads: only the scheme is shown. Anything else is most likely no URL at all (a secret
 /// with a `:` in it), so nothing of it is.
 fn redact_opaque(url: &str, scheme_end: usize) -> String {
-    let scheme = url[..scheme_end - 1].to_ascii_lowercase();
-    match scheme.as_str() {
-        "sqlite" => url.to_string(),
-        "postgres" | "postgresql" | "mysql" | "mariadb" | "mongodb" | "mongodb+srv" => {
-            format!("{}{MASK}", &url[..scheme_end])
-        }
-        _ => MASK.to_string(),
+    let scheme = &url[..scheme_end - 1];
+    if scheme.eq_ignore_ascii_case("sqlite") {
+        url.to_string()
+    } else if is_database_scheme(scheme) {
+        format!("{}{MASK}", &url[..scheme_end])
+    } else {
+        MASK.to_string()
     }
+}
+
+/// A scheme a database URL of ours starts with, in any case.
+fn is_database_scheme(scheme: &str) -> bool {
+    [
+        "sqlite",
+        "postgres",
+        "postgresql",
+        "mysql",
+        "mariadb",
+        "mongodb",
+        "mongodb+srv",
+    ]
+    .iter()
+    .any(|known| scheme.eq_ignore_ascii_case(known))
 }
 
 /// In an authority without `@` (`host:port`, `h1:1,h2:2`, `[::1]:5432`), the first `:` that
@@ -287,6 +307,22 @@ mod tests {
         assert_eq!(
             redact_secrets_of("postgres://app:pw@db/prod", "database \"prod\" on db"),
             "database \"prod\" on db"
+        );
+    }
+
+    #[test]
+    fn a_secret_before_a_double_slash_is_not_shown_as_a_scheme() {
+        // Found by the long fuzz run: `SECRET://` read as a URL of scheme `SECRET`.
+        assert_eq!(redact_url("SECRET://"), MASK);
+        assert_eq!(redact_url("hunter2://x"), MASK);
+        assert_eq!(redact_url("x-db://u:SECRET@h/db"), MASK);
+        assert_eq!(
+            redact_url("POSTGRES://u:SECRET@h/db"),
+            "POSTGRES://u:***@h/db"
+        );
+        assert_eq!(
+            redact_url("mongodb+srv://c.example/db"),
+            "mongodb+srv://c.example/db"
         );
     }
 
