@@ -44,14 +44,19 @@ static COUNTING: AtomicBool = AtomicBool::new(false);
 static PROCESS_HELD: AtomicIsize = AtomicIsize::new(0);
 static PROCESS_PEAK: AtomicIsize = AtomicIsize::new(0);
 static PROCESS_BASE: AtomicIsize = AtomicIsize::new(0);
+/// Set by [`start_counting_process`]: until then no allocation pays for the process-wide
+/// counters (shared atomics every thread of a fuzz binary would contend on).
+static PROCESS_COUNTING: AtomicBool = AtomicBool::new(false);
 
 /// The system allocator, counting what each thread and the whole process hold (see the
 /// module's documentation).
 pub struct CountingAllocator;
 
 fn count(delta: isize) {
-    let now = PROCESS_HELD.fetch_add(delta, Ordering::Relaxed) + delta;
-    PROCESS_PEAK.fetch_max(now, Ordering::Relaxed);
+    if PROCESS_COUNTING.load(Ordering::Relaxed) {
+        let now = PROCESS_HELD.fetch_add(delta, Ordering::Relaxed) + delta;
+        PROCESS_PEAK.fetch_max(now, Ordering::Relaxed);
+    }
     // `try_with`: a thread being torn down has no thread-locals left; it is not measured.
     let _ = HELD.try_with(|held| {
         let now = held.get() + delta;
@@ -68,7 +73,10 @@ fn count(delta: isize) {
 // thread-locals that need no allocation (const-initialised `Cell`s without destructors).
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        COUNTING.store(true, Ordering::Relaxed);
+        // Read first: a store on every allocation would bounce the flag between cores.
+        if !COUNTING.load(Ordering::Relaxed) {
+            COUNTING.store(true, Ordering::Relaxed);
+        }
         // SAFETY: the caller's contract, passed on.
         let pointer = unsafe { System.alloc(layout) };
         if !pointer.is_null() {
@@ -110,9 +118,12 @@ pub fn peak_since_start() -> Option<usize> {
     Some(peak.max(0) as usize)
 }
 
-/// Starts measuring the whole process's peak from what it holds now. Meaningful in a test
-/// binary that runs one test at a time (any other test's allocations count too).
+/// Starts measuring the whole process's peak from now. Meaningful in a test binary that
+/// runs one test at a time (any other test's allocations count too). Only what is allocated
+/// from now on is counted, so memory freed later that was allocated before makes the count
+/// smaller than what is held, never larger: the peak is never overstated.
 pub fn start_counting_process() {
+    PROCESS_COUNTING.store(true, Ordering::Relaxed);
     let held = PROCESS_HELD.load(Ordering::Relaxed);
     PROCESS_BASE.store(held, Ordering::Relaxed);
     PROCESS_PEAK.store(held, Ordering::Relaxed);

@@ -79,7 +79,10 @@ impl BackendKind {
         // `postgres:name` is read by some drivers as a database name they then quote back in
         // their errors: a server URL without `//` is refused before any driver sees it.
         let server = !matches!(scheme.as_str(), "sqlite" | "memory");
-        if server && !url[scheme.len()..].starts_with("://") && BackendKind::is_known(&scheme) {
+        if server
+            && !url[scheme.len()..].starts_with("://")
+            && BackendKind::is_server_scheme(&scheme)
+        {
             return Err(Error::config(format!(
                 "`{}`: a {scheme} URL starts with `{scheme}://`, e.g. `{scheme}://user@host/database`",
                 crate::redact::redact_url(url)
@@ -106,7 +109,9 @@ impl BackendKind {
         }
     }
 
-    fn is_known(scheme: &str) -> bool {
+    /// A database server's URL scheme (lower case): one that must be followed by `//`.
+    /// Redaction trusts the same list (a scheme outside it may be a pasted secret).
+    pub(crate) fn is_server_scheme(scheme: &str) -> bool {
         matches!(
             scheme,
             "postgres" | "postgresql" | "mysql" | "mariadb" | "mongodb" | "mongodb+srv"

@@ -7,6 +7,8 @@
 //! pasted where the URL belongs has no scheme at all. What does not read as a URL is never
 //! echoed whole.
 
+use crate::backend::BackendKind;
+
 /// What is shown in place of a password, or of a string that is not a URL.
 const MASK: &str = "***";
 
@@ -70,10 +72,10 @@ fn scheme_end(url: &str) -> Option<usize> {
 /// reads: only the scheme is shown. Anything else is most likely no URL at all (a secret
 /// with a `:` in it), so nothing of it is.
 fn redact_opaque(url: &str, scheme_end: usize) -> String {
-    let scheme = &url[..scheme_end - 1];
-    if scheme.eq_ignore_ascii_case("sqlite") {
+    let scheme = url[..scheme_end - 1].to_ascii_lowercase();
+    if scheme == "sqlite" {
         url.to_string()
-    } else if is_database_scheme(scheme) {
+    } else if BackendKind::is_server_scheme(&scheme) {
         format!("{}{MASK}", &url[..scheme_end])
     } else {
         MASK.to_string()
@@ -82,17 +84,8 @@ fn redact_opaque(url: &str, scheme_end: usize) -> String {
 
 /// A scheme a database URL of ours starts with, in any case.
 fn is_database_scheme(scheme: &str) -> bool {
-    [
-        "sqlite",
-        "postgres",
-        "postgresql",
-        "mysql",
-        "mariadb",
-        "mongodb",
-        "mongodb+srv",
-    ]
-    .iter()
-    .any(|known| scheme.eq_ignore_ascii_case(known))
+    let scheme = scheme.to_ascii_lowercase();
+    scheme == "sqlite" || BackendKind::is_server_scheme(&scheme)
 }
 
 /// In an authority without `@` (`host:port`, `h1:1,h2:2`, `[::1]:5432`), the first `:` that
