@@ -6,6 +6,8 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use dirthara::config;
 
+use crate::flags::SettingFlags;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "dirthara",
@@ -52,49 +54,11 @@ pub(crate) struct GlobalArgs {
     #[arg(long, global = true, conflicts_with = "locking")]
     pub no_lock: bool,
 
-    /// Which lock to take: true or auto (the database's native lock), session, lease, or
-    /// false or off (none); the same values as `locking` in dirthara.toml and DIRTHARA_LOCKING
-    #[arg(long, value_name = "LOCKING", global = true, value_parser = locking_parser())]
-    pub locking: Option<dirthara::Locking>,
-
-    /// How long to wait for a lock another runner holds: 0, a duration (30s, 5m), or forever
-    /// [default: forever for session locks, 0 for leases]
-    #[arg(long, value_name = "WAIT", global = true, value_parser = parse_lock_wait)]
-    pub lock_wait: Option<dirthara::LockWait>,
-
-    /// Lease length for --locking lease, at least 5s; renewed every third of it while the
-    /// command runs [default: 30m]
-    #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::LOCK_TTL))]
-    pub lock_ttl: Option<Duration>,
-
-    /// How long to keep retrying a database that is not reachable yet [default: 30s]
-    #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::CONNECT_TIMEOUT))]
-    pub connect_timeout: Option<Duration>,
-
-    /// The longest one statement of a migration waits for a table (or MySQL metadata) lock
-    /// before it gives way to the application's queries and is tried again: a duration, or
-    /// off (wait as long as it takes) [default: 2s]. MySQL counts whole seconds (rounded up)
-    #[arg(long, value_name = "DURATION|off", global = true, value_parser = parse_table_lock_timeout)]
-    pub table_lock_timeout: Option<TableLockTimeout>,
-
-    /// How long to keep retrying a migration that gave way to the application's locks, with
-    /// jittered backoff; 0 makes one attempt [default: 10m]
-    #[arg(long, value_name = "DURATION", global = true, value_parser = duration(&config::TABLE_LOCK_RETRY_FOR))]
-    pub table_lock_retry_for: Option<Duration>,
-
-    /// Name of the history table [default: dirthara_migrations]
-    #[arg(long, value_name = "NAME", global = true)]
-    pub history_table: Option<String>,
-
     /// SQL run on every session opened on the `default` connection, before the lock (e.g.
     /// "SET lock_timeout = '5s'"); other connections: `[init_sql]` in dirthara.toml or
     /// `DIRTHARA_INIT_SQL_<NAME>`
     #[arg(long, value_name = "SQL", global = true)]
     pub init_sql: Option<String>,
-
-    /// Refuse pending migrations older than the newest applied one instead of warning
-    #[arg(long, global = true)]
-    pub strict: bool,
 
     /// Output format: human, json (one document), ndjson (events as they happen)
     #[arg(long, value_enum, default_value_t = OutputFormat::Human, global = true)]
@@ -108,6 +72,10 @@ pub(crate) struct GlobalArgs {
     /// Print more (lock and per-step progress)
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
+
+    /// Every setting of the library's table as a flag (`--locking`, `--lock-wait`, ...).
+    #[command(flatten)]
+    pub settings: SettingFlags,
 
     #[command(flatten)]
     pub fleet: FleetArgs,
@@ -168,35 +136,7 @@ fn parse_jobs(text: &str) -> Result<usize, String> {
 // one that also reads dirthara.toml and the environment; text it refuses is a usage error
 // here (exit code 2). `settings` then applies the setting's checks to the parsed value.
 
-fn parse_lock_wait(text: &str) -> Result<dirthara::LockWait, String> {
-    config::LOCK_WAIT.parse(text).ok_or_else(|| {
-        format!("`{text}` is not a wait: use 0, a duration such as 30s or 5m, or forever")
-    })
-}
-
-/// `--locking`: the library's one parser, over its one list of values (which clap shows
-/// in `--help` and in its error for a value not in the list).
-fn locking_parser() -> impl clap::builder::TypedValueParser<Value = dirthara::Locking> {
-    use clap::builder::{PossibleValuesParser, TypedValueParser};
-    PossibleValuesParser::new(dirthara::Locking::VALUES).try_map(|text: String| {
-        config::LOCKING
-            .parse(&text)
-            .ok_or_else(|| format!("`{text}` is not a locking value"))
-    })
-}
-
 /// A flag taking a duration, read by `setting`'s parser.
-/// `--table-lock-timeout`: a duration, or `off`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct TableLockTimeout(pub Option<Duration>);
-
-fn parse_table_lock_timeout(text: &str) -> Result<TableLockTimeout, String> {
-    config::TABLE_LOCK_TIMEOUT
-        .parse(text)
-        .map(TableLockTimeout)
-        .ok_or_else(|| format!("`{text}` is not a duration or `off`: use e.g. 2s, 500ms or off"))
-}
-
 fn duration(
     setting: &'static config::Setting<Duration>,
 ) -> impl Fn(&str) -> Result<Duration, String> + Clone + Send + Sync + 'static {

@@ -49,7 +49,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             irreversible,
             mongo,
         } => {
-            let config = build_config(&cli.global)?;
+            let config = build_config(&cli.global, &renderer)?;
             let kind = if *mongo {
                 Template::Mongo
             } else {
@@ -64,7 +64,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
         _ => {}
     }
 
-    let config = build_config(&cli.global)?;
+    let config = build_config(&cli.global, &renderer)?;
     let shutdown = watch_signals(signal);
     let migrator = Migrator::new(config)
         .with_events(renderer.events())

@@ -5,6 +5,7 @@ mod cli;
 mod commands;
 mod error;
 mod exit;
+mod flags;
 mod fleet;
 mod render;
 mod scaffold;

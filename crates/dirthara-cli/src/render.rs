@@ -72,6 +72,12 @@ fn warning_line(w: &dirthara::Warning) -> String {
 }
 
 impl Renderer {
+    /// `warning: environment variable DIRTHARA_X is not a dirthara setting; ...`: said in every
+    /// output format (it is stderr), and under `-q`, since it means a setting was not applied.
+    pub(crate) fn unknown_setting(&self, unknown: &dirthara::config::UnknownVariable) {
+        stderr_line(&format!("{}: {unknown}", paint("warning", WARNING_STYLE)));
+    }
+
     fn json<T: Serialize>(&self, value: &T) {
         match serde_json::to_string_pretty(value) {
             Ok(text) => stdout_line(&text),

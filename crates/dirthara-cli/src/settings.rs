@@ -4,18 +4,18 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use dirthara::config::{
-    is_setting_variable, Origin, CONNECT_TIMEOUT, HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
-    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
-};
+use dirthara::config::{is_setting_variable, Origin};
 use dirthara::fleet::{FleetSettings, TargetSource};
 use dirthara::{Config, Error, Locking};
 
 use crate::cli::{FleetArgs, GlobalArgs};
+use crate::render::Renderer;
 
 const DEFAULT_CONFIG_FILE: &str = "dirthara.toml";
 
-pub(crate) fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
+/// The configuration the command runs with. A `DIRTHARA_*` variable that is no setting is
+/// named on stderr with the one it most likely meant, and ignored.
+pub(crate) fn build_config(args: &GlobalArgs, renderer: &Renderer) -> Result<Config, Error> {
     let mut config = Config::default();
     match &args.config {
         Some(path) => config.merge_file(path)?,
@@ -24,7 +24,11 @@ pub(crate) fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
         }
         None => {}
     }
-    config.merge_env(environment()?)?;
+    let environment = environment()?;
+    for unknown in dirthara::config::unknown_variables(&environment) {
+        renderer.unknown_setting(&unknown);
+    }
+    config.merge_env(environment)?;
     if let Some(url) = &args.database_url {
         config
             .connections
@@ -33,42 +37,21 @@ pub(crate) fn build_config(args: &GlobalArgs) -> Result<Config, Error> {
     if !args.dirs.is_empty() {
         config.directories = args.dirs.clone();
     }
-    // clap parsed these flags with their settings' own parsers; what a well-formed value
-    // must also be (a lease long enough, a table name safe in SQL) is checked here, not by
-    // clap, so that it is a CONFIG_ERROR naming the flag, as from the file or environment.
-    let flag = Origin::Named;
     if args.no_lock {
         config.locking = Locking::Off;
     }
-    if let Some(locking) = args.locking {
-        config.locking = LOCKING.accept(locking, flag("--locking"))?;
-    }
-    if let Some(wait) = args.lock_wait {
-        config.lock_wait = Some(LOCK_WAIT.accept(wait, flag("--lock-wait"))?);
-    }
-    if let Some(ttl) = args.lock_ttl {
-        config.lock_ttl = LOCK_TTL.accept(ttl, flag("--lock-ttl"))?;
-    }
-    if let Some(timeout) = args.connect_timeout {
-        config.connect_timeout = CONNECT_TIMEOUT.accept(timeout, flag("--connect-timeout"))?;
-    }
-    if let Some(timeout) = args.table_lock_timeout {
-        config.table_lock_timeout =
-            TABLE_LOCK_TIMEOUT.accept(timeout.0, flag("--table-lock-timeout"))?;
-    }
-    if let Some(budget) = args.table_lock_retry_for {
-        config.table_lock_retry_for =
-            TABLE_LOCK_RETRY_FOR.accept(budget, flag("--table-lock-retry-for"))?;
-    }
-    if let Some(table) = &args.history_table {
-        config.history_table = HISTORY_TABLE.accept(table.clone(), flag("--history-table"))?;
+    // clap let through only text each setting's parser reads; what a well-formed value must
+    // also be (a lease long enough, a table name safe in SQL) is checked here by the same
+    // row, so that it is a CONFIG_ERROR naming the flag, as from the file or environment.
+    for (row, text) in &args.settings.0 {
+        let flag = format!("--{}", row.flag);
+        (row.apply)(&mut config, text, Origin::Named(&flag))?;
     }
     if let Some(init_sql) = &args.init_sql {
         config
             .init_sql
             .insert(dirthara::DEFAULT_CONNECTION.to_string(), init_sql.clone());
     }
-    config.strict |= args.strict;
     apply_fleet_flags(&args.fleet, &mut config.fleet);
     Ok(config)
 }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::plan::{AdoptionPlan, ForeignHistory};
-use crate::report::LockStrategy;
+use crate::vocabulary::LockStrategy;
 
 mod rows;
 use rows::parse;
@@ -163,7 +163,7 @@ pub struct AdoptedRecord {
 #[non_exhaustive]
 pub struct AdoptionReport {
     /// Always [`Operation::Baseline`](crate::Operation::Baseline).
-    pub operation: crate::report::Operation,
+    pub operation: crate::vocabulary::Operation,
     /// The tool adopted from, as [`Tool::name`] gives it.
     pub from: String,
     /// The tool's table that was read (and left untouched).
@@ -194,7 +194,7 @@ impl AdoptionReport {
         held: Option<LockStrategy>,
     ) -> Self {
         AdoptionReport {
-            operation: crate::report::Operation::Baseline,
+            operation: crate::vocabulary::Operation::Baseline,
             from: source.tool.name().into(),
             table: source.table().into(),
             preview: held.is_none(),

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
-use crate::lock::{LockHost, LockSupport, SessionLockSupport};
+use crate::lock::LockHost;
 use crate::migration::{Direction, ParsedStep};
 
 #[cfg(test)]
@@ -54,171 +54,42 @@ pub(crate) fn parse_commands(text: &str) -> std::result::Result<ParsedStep, Stri
     }
 }
 
-/// The kind of database a URL points at: which driver opens it, and what it can promise
-/// before a connection exists (its lock support, the language of its migrations). Once
-/// connected, the engine asks the backend's [`Capabilities`] instead.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BackendKind {
-    Sqlite,
-    Postgres,
-    Mysql,
-    Mongo,
-    /// The in-memory backend of the engine's own tests; not part of a real build.
-    #[cfg(test)]
-    Memory,
-}
+pub(crate) use crate::kind::{BackendKind, Capabilities};
 
-impl BackendKind {
-    /// The backend a URL's scheme selects.
-    pub(crate) fn from_url(url: &str) -> Result<Self> {
-        let scheme = url
-            .split(':')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
-        // `postgres:name` is read by some drivers as a database name they then quote back in
-        // their errors: a server URL without `//` is refused before any driver sees it.
-        let server = !matches!(scheme.as_str(), "sqlite" | "memory");
-        if server
-            && !url[scheme.len()..].starts_with("://")
-            && BackendKind::is_server_scheme(&scheme)
-        {
-            return Err(Error::config(format!(
-                "`{}`: a {scheme} URL starts with `{scheme}://`, e.g. `{scheme}://user@host/database`",
-                crate::redact::redact_url(url)
-            )));
-        }
-        match scheme.as_str() {
-            "sqlite" => Ok(BackendKind::Sqlite),
-            "postgres" | "postgresql" => Ok(BackendKind::Postgres),
-            "mysql" | "mariadb" => Ok(BackendKind::Mysql),
-            #[cfg(test)]
-            "memory" => Ok(BackendKind::Memory),
-            "mongodb" | "mongodb+srv" => Ok(BackendKind::Mongo),
-            _ => Err(Error::config(format!(
-                "{}: unknown database URL scheme; use postgres://, mysql://, mariadb://, \
-                 sqlite:, mongodb:// or mongodb+srv://",
-                match crate::redact::redact_url(url) {
-                    // Not a URL at all: perhaps a password pasted in its place.
-                    shown if shown == "***" => "a database URL that is not a URL (not shown, \
-                                                in case it is a secret)"
-                        .to_string(),
-                    shown => format!("`{shown}`"),
-                }
-            ))),
-        }
+/// The kind of database `url` points at, by its scheme (the kind table in `dirthara-core`).
+pub(crate) fn kind_of(url: &str) -> Result<BackendKind> {
+    let scheme = url.split(':').next().unwrap_or_default();
+    let kind = BackendKind::from_scheme(scheme);
+    // `postgres:name` is read by some drivers as a database name they then quote back in
+    // their errors: a server URL without `//` is refused before any driver sees it.
+    if kind.is_some_and(BackendKind::is_server) && !url[scheme.len()..].starts_with("://") {
+        let scheme = scheme.to_ascii_lowercase();
+        return Err(Error::config(format!(
+            "`{}`: a {scheme} URL starts with `{scheme}://`, e.g. `{scheme}://user@host/database`",
+            crate::redact::redact_url(url)
+        )));
     }
-
-    /// A database server's URL scheme (lower case): one that must be followed by `//`.
-    /// Redaction trusts the same list (a scheme outside it may be a pasted secret).
-    pub(crate) fn is_server_scheme(scheme: &str) -> bool {
-        matches!(
-            scheme,
-            "postgres" | "postgresql" | "mysql" | "mariadb" | "mongodb" | "mongodb+srv"
-        )
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            BackendKind::Sqlite => "sqlite",
-            BackendKind::Postgres => "postgres",
-            BackendKind::Mysql => "mysql",
-            BackendKind::Mongo => "mongodb",
-            #[cfg(test)]
-            BackendKind::Memory => "memory",
-        }
-    }
-
-    /// What the database's migrations are written in.
-    pub(crate) fn step_format(self) -> crate::migration::StepFormat {
-        match self {
-            BackendKind::Mongo => crate::migration::StepFormat::MongoCommands,
-            _ => crate::migration::StepFormat::Sql,
-        }
-    }
-
-    /// How the SQL tokenizer reads the database's migrations (where statements end, what
-    /// controls a transaction, MySQL's client `DELIMITER` lines); `None` for one that does not
-    /// take SQL.
-    pub(crate) fn sql_dialect(self) -> Option<crate::source::sql::SqlDialect> {
-        use crate::source::sql::SqlDialect;
-        match self {
-            BackendKind::Postgres => Some(SqlDialect::Postgres),
-            BackendKind::Mysql => Some(SqlDialect::MySql),
-            BackendKind::Sqlite => Some(SqlDialect::Sqlite),
-            _ => None,
-        }
-    }
-
-    /// The unit a database of this kind bounds a statement's wait for a table lock in (see
-    /// [`Capabilities::lock_wait_unit`]): MySQL's `lock_wait_timeout` counts whole seconds,
-    /// PostgreSQL's `lock_timeout` milliseconds.
-    pub(crate) fn lock_wait_unit(self) -> std::time::Duration {
-        match self {
-            BackendKind::Mysql => std::time::Duration::from_secs(1),
-            _ => std::time::Duration::from_millis(1),
-        }
-    }
-
-    /// Reached over the network, as opposed to a file (SQLite): connecting creates nothing.
-    pub(crate) fn is_server(self) -> bool {
-        matches!(
-            self,
-            BackendKind::Postgres | BackendKind::Mysql | BackendKind::Mongo
-        )
-    }
-
-    /// Whether it has table locks that queue the application, and transactional DDL: what
-    /// `preview` says of giving way, without connecting to each database a step runs on.
-    pub(crate) fn table_locks_and_transactional_ddl(self) -> (bool, bool) {
-        match self {
-            BackendKind::Postgres => (true, true),
-            BackendKind::Mysql => (true, false),
-            _ => (false, true),
-        }
-    }
-
-    /// What a database of this kind offers for locking, before connecting to it: a session
-    /// lock on PostgreSQL and MySQL; on MongoDB the lease is the native lock. The server may
-    /// turn out to offer less (CockroachDB behind a `postgres://` URL): see
-    /// [`LockHost::lock_support`] of the connected backend.
-    pub(crate) fn lock_support(self) -> LockSupport {
-        match self {
-            BackendKind::Postgres | BackendKind::Mysql => LockSupport::session(self.name()),
-            #[cfg(test)]
-            BackendKind::Memory => LockSupport::session(self.name()),
-            BackendKind::Sqlite | BackendKind::Mongo => LockSupport {
-                database: self.name(),
-                session_lock: SessionLockSupport::Absent,
-                lease_is_native: self == BackendKind::Mongo,
+    kind.ok_or_else(|| {
+        let schemes: Vec<String> = (BackendKind::ALL.iter())
+            .flat_map(|&kind| kind.facts().schemes.iter().map(move |s| (kind, *s)))
+            .map(|(kind, scheme)| match kind.is_server() {
+                true => format!("{scheme}://"),
+                false => format!("{scheme}:"),
+            })
+            .collect();
+        let (last, rest) = schemes.split_last().expect("the kind table is not empty");
+        Error::config(format!(
+            "{}: unknown database URL scheme; use {} or {last}",
+            match crate::redact::redact_url(url) {
+                // Not a URL at all: perhaps a password pasted in its place.
+                shown if shown == "***" => "a database URL that is not a URL (not shown, in \
+                                            case it is a secret)"
+                    .to_string(),
+                shown => format!("`{shown}`"),
             },
-        }
-    }
-}
-
-/// What a connected database can do. The engine asks this, never which database it is, so
-/// the in-memory backend of its tests can declare any combination and reach every branch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Capabilities {
-    /// The database's name in messages.
-    pub database: &'static str,
-    /// A step and its history change can commit in one transaction (false on MySQL, where
-    /// DDL commits implicitly).
-    pub transactional_ddl: bool,
-    /// Every history write is a commit of its own (a log flush), and no step shares a
-    /// transaction with its record: a step's completion is then best written together with
-    /// the next step's `running` marker, in one transaction (MySQL/MariaDB).
-    pub folds_records: bool,
-    /// A statement waiting for a table (or metadata) lock queues the application's queries
-    /// behind it, so a step's statements give way after `table_lock_timeout` (PostgreSQL,
-    /// MySQL/MariaDB; not SQLite, whose writers wait on the whole file, nor MongoDB).
-    pub table_locks: bool,
-    /// What a table-lock timeout is counted in: a timeout the engine shortens itself is
-    /// rounded down to it (MySQL's `lock_wait_timeout` counts whole seconds).
-    pub lock_wait_unit: std::time::Duration,
-    /// How the SQL tokenizer reads the database's steps (where statements end); `None` for
-    /// a database that does not take SQL.
-    pub sql_dialect: Option<crate::source::sql::SqlDialect>,
+            rest.join(", ")
+        ))
+    })
 }
 
 /// A connection to one named database, as the engine uses it. The history table (and the
@@ -447,20 +318,14 @@ pub(crate) fn database_error(error: sqlx::Error, step: Option<(&str, usize)>) ->
 #[cfg(sql)]
 fn database_facts(error: &sqlx::Error) -> (DatabaseError, Option<usize>) {
     let sqlx::Error::Database(db) = error else {
-        let facts = DatabaseError {
-            message: error.to_string(),
-            connection_lost: matches!(error, sqlx::Error::Io(_) | sqlx::Error::Protocol(_)),
-            ..DatabaseError::default()
-        };
+        let mut facts = DatabaseError::from_message(error.to_string());
+        facts.connection_lost = matches!(error, sqlx::Error::Io(_) | sqlx::Error::Protocol(_));
         return (facts, None);
     };
-    let facts = DatabaseError {
-        message: db.message().to_string(),
-        code: db.code().map(|c| c.into_owned()),
-        constraint: db.constraint().map(str::to_string),
-        table: db.table().map(str::to_string),
-        ..DatabaseError::default()
-    };
+    let mut facts = DatabaseError::from_message(db.message());
+    facts.code = db.code().map(|c| c.into_owned());
+    facts.constraint = db.constraint().map(str::to_string);
+    facts.table = db.table().map(str::to_string);
     #[cfg(feature = "postgres")]
     if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
         return postgres_facts(facts, pg);
@@ -503,7 +368,7 @@ fn mysql_facts(mut facts: DatabaseError, my: &sqlx::mysql::MySqlDatabaseError) -
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
 #[cfg(any(feature = "postgres", feature = "mongodb"))]
 pub(crate) fn session_label(operation: &str) -> String {
-    label_of(operation, &crate::hostname(), std::process::id())
+    label_of(operation, &crate::host::hostname(), std::process::id())
 }
 
 #[cfg(any(feature = "postgres", feature = "mongodb", test))]
@@ -520,30 +385,19 @@ mod tests {
 
     #[test]
     fn url_schemes_select_backends() {
-        assert_eq!(
-            BackendKind::from_url("postgresql://x/y").unwrap(),
-            BackendKind::Postgres
-        );
-        assert_eq!(
-            BackendKind::from_url("mariadb://x/y").unwrap(),
-            BackendKind::Mysql
-        );
-        assert_eq!(
-            BackendKind::from_url("sqlite::memory:").unwrap(),
-            BackendKind::Sqlite
-        );
-        let err = BackendKind::from_url("oracle://u:pw@x/y").unwrap_err();
+        assert_eq!(kind_of("postgresql://x/y").unwrap(), BackendKind::Postgres);
+        assert_eq!(kind_of("mariadb://x/y").unwrap(), BackendKind::Mysql);
+        assert_eq!(kind_of("sqlite::memory:").unwrap(), BackendKind::Sqlite);
+        let err = kind_of("oracle://u:pw@x/y").unwrap_err();
         assert_eq!(err.code(), crate::Code::ConfigError);
         assert!(!err.to_string().contains("pw"));
-        let err = BackendKind::from_url("hunter2").unwrap_err().to_string();
+        let err = kind_of("hunter2").unwrap_err().to_string();
         assert!(
             err.contains("not a URL (not shown") && !err.contains("hunter2"),
             "{err}"
         );
         // A driver would read `PASSWORD` as a database name, and quote it back.
-        let err = BackendKind::from_url("postgres:PASSWORD")
-            .unwrap_err()
-            .to_string();
+        let err = kind_of("postgres:PASSWORD").unwrap_err().to_string();
         assert!(
             err.contains("starts with `postgres://`") && !err.contains("PASSWORD"),
             "{err}"

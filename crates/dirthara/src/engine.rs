@@ -225,7 +225,7 @@ impl Migrator {
             return parsed.clone();
         }
         let kinds = (self.config.connections.iter())
-            .map(|(name, url)| (name.clone(), BackendKind::from_url(url)))
+            .map(|(name, url)| (name.clone(), crate::backend::kind_of(url)))
             .collect();
         Connections { kinds }
     }

@@ -19,7 +19,8 @@ mod targets;
 use std::time::Duration;
 
 pub use crate::config::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
-pub use report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
+pub use crate::vocabulary::Outcome;
+pub use report::{FleetReport, FleetStatus, FleetTotals, TargetReport, TargetStatus};
 
 use crate::engine::Migrator;
 use crate::plan::{Command, Resolution};

@@ -78,29 +78,22 @@
 #[cfg(test)]
 extern crate self as dirthara;
 
-// First: its hooks are macros, used by the modules below.
+// The layers below, from dirthara-core, under the names the modules here use.
+pub use dirthara_core::config;
+use dirthara_core::{
+    backoff, error, events, format, history, host, kind, lock, migration, plan, redact, report,
+    text, vocabulary,
+};
+// The planted faults' hooks (macros).
 #[macro_use]
-mod failpoints;
+extern crate dirthara_core;
 
 mod adopt;
 mod backend;
-mod backoff;
 mod code;
-pub mod config;
 mod engine;
-mod error;
-mod events;
 pub mod fleet;
-mod format;
-mod history;
-mod lock;
-mod migration;
-mod plan;
-mod redact;
-mod report;
 mod source;
-mod step_report;
-mod text;
 
 /// Compiles the migrations of a directory into the binary, validated at compile time.
 ///
@@ -134,11 +127,11 @@ pub use dirthara_macros::embed_migrations;
 pub use adopt::{AdoptSource, AdoptedRecord, AdoptionReport, Tool};
 pub use code::{Connection, RustMigration, StepError};
 pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
+#[cfg(feature = "failpoints")]
+pub use dirthara_core::planted_faults_from_env;
 pub use engine::{Migrator, WaitFor, WaitReport};
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Blocker, Event, EventKind, EventSink, LockHolder, Warning};
-#[cfg(feature = "failpoints")]
-pub use failpoints::planted_faults_from_env;
 pub use format::{format_duration, format_timestamp};
 pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{
@@ -147,14 +140,11 @@ pub use migration::{
 pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
 pub use redact::redact_url;
 pub use report::{
-    ForceUnlockReport, LockReport, LockState, LockStrategy, Operation, OtherLock, Preview,
-    PreviewStep, RunReport, StatusReport, StepReport,
+    ForceUnlockReport, LockReport, LockState, OtherLock, Preview, PreviewStep, RunReport,
+    StatusReport, StepReport,
 };
 pub use source::DirectoryLayout;
-
-pub(crate) fn hostname() -> String {
-    gethostname::gethostname().to_string_lossy().into_owned()
-}
+pub use vocabulary::{LockStrategy, Operation};
 
 /// The Rust examples of the README and the recipes page, compiled (and where they need no
 /// database, run) as doctests, so the docs show code that builds against this API. Their

@@ -9,9 +9,8 @@ pub(crate) use dirthara_source::files::{
     check_name, empty_up, is_blank_commands, refuse_nul, Layout, Loaded,
 };
 pub(crate) use dirthara_source::sql;
-use dirthara_source::SourceError;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::migration::DownSteps;
 
 /// Loads directories with their layouts (`None`: detected from the files), reading their
@@ -21,13 +20,4 @@ pub(crate) fn load_sources(
     downs: DownSteps,
 ) -> Result<Loaded> {
     dirthara_source::files::load_sources_with(sources, downs).map_err(Error::from)
-}
-
-impl From<SourceError> for Error {
-    fn from(error: SourceError) -> Self {
-        match error {
-            SourceError::Invalid(problems) => Error::new(ErrorKind::InvalidMigration { problems }),
-            SourceError::Directory { message, .. } => Error::config(message),
-        }
-    }
 }

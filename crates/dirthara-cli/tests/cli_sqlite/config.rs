@@ -104,6 +104,46 @@ fn dirthara_environment_variables_are_read() {
 }
 
 #[test]
+fn an_unknown_dirthara_variable_is_named_on_stderr_with_the_setting_it_meant() {
+    let p = Project::new();
+    three(&p);
+    // The typo would leave the table-lock timeout at its default without a word.
+    run_command(
+        p.cmd()
+            .env("DATABASE_URL", "sqlite:env.db")
+            .env("DIRTHARA_TABLE_LOCK_TIMOUT", "5s")
+            .args(["--no-lock", "-q", "migrate"]),
+    )
+    .success()
+    .stderr_has(
+        "warning: environment variable DIRTHARA_TABLE_LOCK_TIMOUT is not a dirthara setting; \
+         it is ignored (did you mean `DIRTHARA_TABLE_LOCK_TIMEOUT`?)",
+    );
+    // Nothing close: named, without a guess.
+    run_command(
+        p.cmd()
+            .env("DATABASE_URL", "sqlite:env.db")
+            .env("DIRTHARA_COLOUR", "1")
+            .args(["--no-lock", "status"]),
+    )
+    .success()
+    .stderr_has("DIRTHARA_COLOUR is not a dirthara setting; it is ignored\n");
+}
+
+#[test]
+fn an_unknown_key_in_dirthara_toml_is_refused_with_the_key_it_meant() {
+    let p = Project::new();
+    p.write(
+        "dirthara.toml",
+        "table_lock_timout = \"5s\"\n[connections]\ndefault = \"sqlite:x.db\"\n",
+    );
+    p.run(&["--no-lock", "migrate"])
+        .error("CONFIG_ERROR")
+        .stderr_has("unknown key `table_lock_timout`; did you mean `table_lock_timeout`?");
+    assert!(!p.exists("x.db"));
+}
+
+#[test]
 fn dotenv_file_with_database_url_is_read_and_the_environment_wins_over_it() {
     let p = Project::new();
     three(&p);

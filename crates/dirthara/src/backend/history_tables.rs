@@ -20,9 +20,7 @@
 use async_trait::async_trait;
 
 use crate::error::Result;
-use crate::history::{
-    check_layout, foreign_history, AppliedMigration, HistoryDigest, HISTORY_LAYOUT_VERSION,
-};
+use crate::history::{AppliedMigration, HistoryDigest, HISTORY_LAYOUT_VERSION};
 
 /// How one backend looks at and creates its history and meta tables.
 #[async_trait]
@@ -208,4 +206,30 @@ impl Known {
 
 fn matches(digest: Option<HistoryDigest>, expected: &HistoryDigest) -> bool {
     digest.is_some_and(|digest| digest.proves_up_to_date(expected))
+}
+
+/// Refuses a history written by a newer dirthara: an older build must not misread or write it.
+fn check_layout(connection: &str, table: &str, layout: i64) -> Result<()> {
+    if layout > HISTORY_LAYOUT_VERSION {
+        return Err(crate::Error::history(
+            connection,
+            format!(
+                "`{table}` was written by a newer dirthara (history layout {layout}; this build \
+                 understands up to {HISTORY_LAYOUT_VERSION}). Upgrade dirthara: an older build \
+                 must not write to it"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A table/collection with the history's name that dirthara did not create (no `_meta`).
+fn foreign_history(connection: &str, table: &str) -> crate::Error {
+    crate::Error::history(
+        connection,
+        format!(
+            "`{table}` exists but was not created by dirthara (there is no `{table}_meta`); \
+             choose another name with --history-table / `history_table`"
+        ),
+    )
 }

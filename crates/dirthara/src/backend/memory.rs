@@ -204,17 +204,17 @@ impl LockHost for MemoryBackend {
 #[async_trait]
 impl Backend for MemoryBackend {
     fn capabilities(&self) -> Capabilities {
-        self.with(|db| Capabilities {
-            database: "memory",
-            transactional_ddl: !db.non_transactional,
-            folds_records: db.folds_records,
-            table_locks: db.table_locks,
-            lock_wait_unit: Duration::from_millis(1),
+        self.with(|db| {
+            let mut capabilities = BackendKind::Memory.capabilities();
+            capabilities.transactional_ddl = !db.non_transactional;
+            capabilities.folds_records = db.folds_records;
+            capabilities.table_locks = db.table_locks;
             // Read as the SQL database it stands in for: one with transactional DDL, or not.
-            sql_dialect: Some(match db.non_transactional {
+            capabilities.sql_dialect = Some(match db.non_transactional {
                 false => crate::source::sql::SqlDialect::Postgres,
                 true => crate::source::sql::SqlDialect::MySql,
-            }),
+            });
+            capabilities
         })
     }
 
@@ -291,10 +291,11 @@ impl Backend for MemoryBackend {
             error.lock_not_available = true;
             error.table = Some("users".into());
             if self.with(|db| db.blocker_named) {
-                error.blocker = Some(crate::events::Blocker {
-                    session_id: Some(4127),
-                    transaction: Some("t0".into()),
-                    ..Default::default()
+                error.blocker = Some({
+                    let mut blocker = crate::events::Blocker::default();
+                    blocker.session_id = Some(4127);
+                    blocker.transaction = Some("t0".into());
+                    blocker
                 });
             }
             return Err(StepFailure {
@@ -458,10 +459,11 @@ impl SessionLock for MemoryBackend {
 
     async fn holder(&mut self) -> Result<Option<LockHolder>> {
         Ok(self.with(|db| {
-            db.lock_holder.map(|id| LockHolder {
-                session_id: Some(id as i64),
-                application: Some("dirthara migrate test:1".into()),
-                ..LockHolder::default()
+            db.lock_holder.map(|id| {
+                let mut holder = LockHolder::default();
+                holder.session_id = Some(id as i64);
+                holder.application = Some("dirthara migrate test:1".into());
+                holder
             })
         }))
     }

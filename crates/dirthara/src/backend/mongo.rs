@@ -178,16 +178,8 @@ impl LockHost for MongoBackend {
 
 #[async_trait]
 impl Backend for MongoBackend {
-    /// A step declared `"transaction": true` commits with its record.
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            database: "mongodb",
-            transactional_ddl: true,
-            folds_records: false,
-            table_locks: false,
-            lock_wait_unit: std::time::Duration::from_millis(1),
-            sql_dialect: None,
-        }
+        BackendKind::Mongo.capabilities()
     }
 
     fn lock_host(&mut self) -> &mut dyn LockHost {

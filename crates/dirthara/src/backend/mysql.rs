@@ -241,14 +241,7 @@ impl SqlDriver for MySqlDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            database: "mysql",
-            transactional_ddl: false,
-            folds_records: true,
-            table_locks: true,
-            lock_wait_unit: std::time::Duration::from_secs(1),
-            sql_dialect: Some(sql::SqlDialect::MySql),
-        }
+        super::BackendKind::Mysql.capabilities()
     }
 
     fn lock_support(&self) -> LockSupport {
@@ -416,10 +409,8 @@ impl SessionLock for MySqlDriver {
             .fetch_optional(sql.as_str())
             .await
             .map_err(|e| self.lock_error(e))?;
-        let mut holder = LockHolder {
-            session_id: Some(id),
-            ..LockHolder::default()
-        };
+        let mut holder = LockHolder::default();
+        holder.session_id = Some(id);
         if let Some(row) = row {
             holder.client_address = text_column(&row, 0).ok().flatten();
             let seconds: Option<i64> = row.try_get(1).ok().flatten();

@@ -508,14 +508,7 @@ impl SqlDriver for PgDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            database: "postgres",
-            transactional_ddl: true,
-            folds_records: false,
-            table_locks: true,
-            lock_wait_unit: std::time::Duration::from_millis(1),
-            sql_dialect: Some(crate::source::sql::SqlDialect::Postgres),
-        }
+        super::BackendKind::Postgres.capabilities()
     }
 
     fn lock_support(&self) -> LockSupport {

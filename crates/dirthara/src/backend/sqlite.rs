@@ -222,14 +222,7 @@ impl SqlDriver for SqliteDriver {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            database: "sqlite",
-            transactional_ddl: true,
-            folds_records: false,
-            table_locks: false,
-            lock_wait_unit: std::time::Duration::from_millis(1),
-            sql_dialect: Some(crate::source::sql::SqlDialect::Sqlite),
-        }
+        BackendKind::Sqlite.capabilities()
     }
 
     fn lock_support(&self) -> LockSupport {

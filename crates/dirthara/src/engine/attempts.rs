@@ -20,10 +20,11 @@ use super::step::{Attempt, Bracket, Prepared};
 use crate::backoff::Backoff;
 use crate::config::{Origin, TABLE_LOCK_TIMEOUT};
 use crate::events::EventKind;
+use crate::kind::Capabilities;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration};
 use crate::plan::retry::{self, Giving, Next, Retried, SoFar, StepShape};
-use crate::source::sql::{has_keyword, split_statements, SqlDialect};
+use crate::source::sql::{has_keyword, split_statements};
 
 /// The first pause after an attempt that gave way, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(500);
@@ -207,12 +208,7 @@ impl Session<'_> {
             prepared.direction,
             prepared.bracket,
             prepared.transactional,
-            Ground {
-                table_locks: capabilities.table_locks,
-                transactional_ddl: capabilities.transactional_ddl,
-                dialect: capabilities.sql_dialect,
-                lock_wait_unit: capabilities.lock_wait_unit,
-            },
+            &capabilities,
         )
     }
 }
@@ -230,33 +226,25 @@ pub(super) fn requested_timeout(
     directive.unwrap_or(configured)
 }
 
-/// The database it runs on, as far as giving way goes: whether it has table locks, whether
-/// its DDL is transactional, the dialect its steps are read in, and the unit it bounds lock
-/// waits in.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Ground {
-    pub table_locks: bool,
-    pub transactional_ddl: bool,
-    pub dialect: Option<SqlDialect>,
-    pub lock_wait_unit: Duration,
-}
-
-/// How a step gives way: under its [`requested_timeout`] as its database applies it, on
-/// `ground`.
+/// How a step gives way: under its [`requested_timeout`] as its database applies it, on a
+/// database that can do what `capabilities` say (whether it has table locks, whether its DDL
+/// is transactional, the dialect its steps are read in, the unit it bounds lock waits in).
+/// The run asks it of the step's connection, `preview` of the connection's kind.
 pub(super) fn giving_of(
     configured: Option<Duration>,
     migration: &Migration,
     direction: Direction,
     bracket: Bracket,
     transactional: bool,
-    ground: Ground,
+    capabilities: &Capabilities,
 ) -> Giving {
-    let Ground {
+    let &Capabilities {
         table_locks,
         transactional_ddl,
-        dialect,
+        sql_dialect: dialect,
         lock_wait_unit,
-    } = ground;
+        ..
+    } = capabilities;
     let timeout = requested_timeout(configured, migration, direction)
         .map(|timeout| retry::as_applied(timeout, lock_wait_unit));
     let text = migration.step(direction).unwrap_or_default();

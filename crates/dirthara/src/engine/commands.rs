@@ -8,7 +8,8 @@ use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::error::Result;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::{Command, Resolution, RollbackScope};
-use crate::report::{Operation, RunReport};
+use crate::report::RunReport;
+use crate::vocabulary::Operation;
 
 impl Migrator {
     /// The one skeleton of every locked command: load and connect, take the lock, run
@@ -38,11 +39,7 @@ impl Migrator {
 
     /// A report of `operation`, under the lock `session` holds.
     fn report(session: &Session<'_>, operation: Operation) -> RunReport {
-        RunReport {
-            operation,
-            lock: session.strategy(),
-            ..RunReport::default()
-        }
+        RunReport::new(operation, session.strategy())
     }
 
     /// Applies every pending migration, in version order, as one new batch.

@@ -35,10 +35,7 @@ impl Migrator {
         let result = async {
             let applied = history.read_history().await?.unwrap_or_default();
             let lock = self.lock_report(history.lock_host()).await;
-            Ok(StatusReport {
-                migrations: plan::status(&available, &applied),
-                lock,
-            })
+            Ok(StatusReport::new(plan::status(&available, &applied), lock))
         }
         .await;
         self.release_history(history, result.is_ok()).await;

@@ -31,14 +31,14 @@ impl Migrator {
             .collect();
         let loaded = load_sources(&sources, downs)?;
         for skipped in loaded.skipped {
-            self.events.emit(EventKind::Warning(Warning {
-                code: Code::SkippedFile,
-                message: format!(
+            self.events.emit(EventKind::Warning(Warning::new(
+                Code::SkippedFile,
+                format!(
                     "{} was not loaded: {}",
                     skipped.path.display(),
                     skipped.reason
                 ),
-            }));
+            )));
         }
         let mut migrations = loaded.migrations;
         refuse_nul_in_code(&self.extra)?;
@@ -102,7 +102,10 @@ impl Migrator {
         for migration in migrations.iter_mut() {
             problems.extend(check_table_lock_timeouts(migration));
             let kind = kinds.get(migration.connection.as_str()).copied();
-            let dialect = match (migration.format, kind.and_then(BackendKind::sql_dialect)) {
+            let dialect = match (
+                migration.format,
+                kind.and_then(|kind| kind.capabilities().sql_dialect),
+            ) {
                 (StepFormat::Sql, Some(dialect)) => dialect,
                 (StepFormat::MongoCommands, _) => {
                     if let Some(down) = &mut migration.down {
@@ -189,7 +192,9 @@ impl Migrator {
             if kind == BackendKind::Memory {
                 continue;
             }
-            if migration.format != StepFormat::Rust && kind.step_format() != migration.format {
+            if migration.format != StepFormat::Rust
+                && kind.capabilities().step_format() != migration.format
+            {
                 return Err(Error::invalid(
                     PathBuf::from(&migration.origin),
                     format!(

@@ -1,10 +1,11 @@
 //! The commands that only look: what a command, or adopting another tool's history, would do
 //! now. No lock is taken and nothing is changed, so the answer may be stale at once.
 
-use super::attempts::{giving_of, requested_timeout, Ground};
-use super::step::Bracket;
+use super::attempts::{giving_of, requested_timeout};
+use super::step::bracket_of;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
+use crate::backend::BackendKind;
 use crate::error::Result;
 use crate::migration::{Direction, DownSteps};
 use crate::plan::retry::{Giving, Retried};
@@ -59,32 +60,22 @@ impl Migrator {
         // How each step would give way to the application's table locks, from what its
         // connection's kind of database offers.
         let history = self.config.history_connection.as_str();
+        // Every connection's kind was checked above.
+        let capabilities = |name: &str| connections.kind(name).map(BackendKind::capabilities);
         let giving = |s: &crate::plan::PlannedStep<'_>| {
-            let kind = connections.kind(&s.migration.connection).ok();
-            let facts = kind.map_or((false, true), |k| k.table_locks_and_transactional_ddl());
-            let bracket = if s.reverses_nothing() {
-                Bracket::RecordOnly
-            } else if s.transactional() && s.migration.connection == history && facts.1 {
-                Bracket::Atomic
-            } else {
-                Bracket::Marked
+            let (Ok(history_can), Ok(step_can)) =
+                (capabilities(history), capabilities(&s.migration.connection))
+            else {
+                return Giving::Waits { why: None };
             };
-            let ground = Ground {
-                table_locks: facts.0,
-                transactional_ddl: facts.1,
-                dialect: kind.and_then(crate::backend::BackendKind::sql_dialect),
-                lock_wait_unit: kind.map_or(
-                    std::time::Duration::ZERO,
-                    crate::backend::BackendKind::lock_wait_unit,
-                ),
-            };
+            let bracket = bracket_of(s, history, &history_can);
             giving_of(
                 self.config.table_lock_timeout,
                 s.migration,
                 s.direction,
                 bracket,
                 s.transactional(),
-                ground,
+                &step_can,
             )
         };
         let timeout_of = |s: &crate::plan::PlannedStep<'_>| match giving(s) {
@@ -99,43 +90,40 @@ impl Migrator {
                     .map(|s| s.migration.connection.as_str()),
             )
             .collect();
-        Ok(Preview {
-            operation: command.into(),
-            init_sql: (self.config.init_sql.iter())
-                .filter(|(name, _)| connections.contains(&name.as_str()))
-                .map(|(name, sql)| (name.clone(), sql.clone()))
-                .collect(),
-            notice: crate::report::PREVIEW_NOTICE.to_string(),
-            drop_all: planned.drop_all,
-            batch: planned
-                .steps
-                .iter()
-                .any(|s| s.direction == Direction::Up)
-                .then_some(planned.batch),
-            steps: planned
-                .steps
-                .iter()
-                .map(|s| PreviewStep {
-                    version: s.migration.version,
-                    name: s.migration.name.clone(),
-                    direction: s.direction,
-                    connection: s.migration.connection.clone(),
-                    transactional: s.migration.transactional_in(s.direction),
-                    own_transaction: (s.migration.own_transaction_in(s.direction))
-                        .map(str::to_string),
-                    reverses_nothing: s.reverses_nothing(),
-                    out_of_order: s.out_of_order,
-                    table_lock_timeout: timeout_of(s),
-                    table_lock_timeout_rounded_from: timeout_of(s).and_then(|applied| {
-                        requested_timeout(self.config.table_lock_timeout, s.migration, s.direction)
-                            .filter(|&requested| requested != applied)
-                    }),
-                    retried: retried(giving(s), self.config.table_lock_retry_for),
-                    sql: s.text().to_string(),
-                })
-                .collect(),
-            warnings: planned.warnings,
-        })
+        let mut preview = Preview::new(command.into());
+        preview.init_sql = (self.config.init_sql.iter())
+            .filter(|(name, _)| connections.contains(&name.as_str()))
+            .map(|(name, sql)| (name.clone(), sql.clone()))
+            .collect();
+        preview.drop_all = planned.drop_all;
+        preview.batch = (planned.steps.iter())
+            .any(|s| s.direction == Direction::Up)
+            .then_some(planned.batch);
+        preview.steps = (planned.steps.iter())
+            .map(|s| {
+                let mut step = PreviewStep::new(
+                    s.migration.version,
+                    &s.migration.name,
+                    s.direction,
+                    &s.migration.connection,
+                    s.text(),
+                );
+                step.transactional = s.migration.transactional_in(s.direction);
+                step.own_transaction =
+                    (s.migration.own_transaction_in(s.direction)).map(str::to_string);
+                step.reverses_nothing = s.reverses_nothing();
+                step.out_of_order = s.out_of_order;
+                step.table_lock_timeout = timeout_of(s);
+                step.table_lock_timeout_rounded_from = timeout_of(s).and_then(|applied| {
+                    requested_timeout(self.config.table_lock_timeout, s.migration, s.direction)
+                        .filter(|&requested| requested != applied)
+                });
+                step.retried = retried(giving(s), self.config.table_lock_retry_for);
+                step
+            })
+            .collect();
+        preview.warnings = planned.warnings;
+        Ok(preview)
     }
 }
 

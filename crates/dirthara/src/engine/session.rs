@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use super::step::{bracket_of, Bracket};
 use super::{Connections, Migrator};
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::{Backend, Prepared};
@@ -9,12 +10,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventKind;
 use crate::history::{runner_identity, HistoryChange, HistoryDigest};
 use crate::lock::LOCK_NAME;
-use crate::lock::{
-    self, resolve_strategy, Carrier, HeldLock, LockCheck, LockStrategy, Released, Waiting,
-};
+use crate::lock::{self, resolve_strategy, Carrier, HeldLock, LockCheck, Released, Waiting};
 use crate::migration::{Direction, Migration, StepFormat};
-use crate::plan::{self, Command, Plan, PlannedStep, Recording, Resolution};
+use crate::plan::{self, Command, Plan, Recording, Resolution};
 use crate::report::{RunReport, StepReport};
+use crate::vocabulary::LockStrategy;
 
 /// One locked command's connections and progress. Ended only by [`Session::finish`], which
 /// releases the lock and closes every connection whatever happened; if it is dropped instead
@@ -75,7 +75,9 @@ impl<'m> Session<'m> {
             }
             let waiting = Waiting {
                 connection,
-                wait: config.lock_wait.unwrap_or(resolved.strategy.default_wait()),
+                wait: config
+                    .lock_wait
+                    .unwrap_or(crate::lock::default_wait(resolved.strategy)),
                 events: &migrator.events,
                 shutdown: migrator.shutdown.as_ref(),
                 operation,
@@ -217,14 +219,12 @@ impl<'m> Session<'m> {
                         .collect(),
                 }));
             }
-            let carrier = if step.reverses_nothing() {
-                Carrier::Nothing
-            } else if !self.runs_atomically(step) {
-                Carrier::Marker
-            } else if step.migration.format != StepFormat::Rust {
-                Carrier::AtomicText
-            } else {
-                Carrier::Nothing
+            let history = &self.migrator.config.history_connection;
+            let carrier = match bracket_of(step, history, &self.history.capabilities()) {
+                Bracket::RecordOnly => Carrier::Nothing,
+                Bracket::Marked => Carrier::Marker,
+                Bracket::Atomic if step.migration.format != StepFormat::Rust => Carrier::AtomicText,
+                Bracket::Atomic => Carrier::Nothing,
             };
             let check = self.lock.check_for(carrier);
             if check == LockCheck::Before {
@@ -280,13 +280,6 @@ impl<'m> Session<'m> {
     pub(super) async fn ensure_lock(&mut self, next: Option<&Migration>) -> Result<()> {
         let next = next.map(|m| (m.version, m.name.as_str()));
         self.lock.ensure(self.history.lock_host(), next).await
-    }
-
-    /// Whether a migration's step and its history record commit in one transaction.
-    pub(super) fn runs_atomically(&self, step: &PlannedStep) -> bool {
-        step.transactional()
-            && step.migration.connection == self.migrator.config.history_connection
-            && self.history.capabilities().transactional_ddl
     }
 
     pub(super) async fn other_connection(
@@ -346,14 +339,12 @@ impl<'m> Session<'m> {
     }
 
     fn recorded(&self, record: &Recording<'_>) -> StepReport {
-        StepReport {
-            version: record.version,
-            name: record.name.to_string(),
-            direction: record.direction,
-            connection: self.history_connection().to_string(),
-            duration_ms: 0,
-            reverses_nothing: false,
-        }
+        StepReport::new(
+            record.version,
+            record.name,
+            record.direction,
+            self.history_connection(),
+        )
     }
 
     pub(super) async fn baseline_from(

@@ -14,7 +14,8 @@ use crate::backend::{Step, StepBody, StepFailure};
 use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventKind;
-use crate::history::{HistoryChange, NewRecord, RecordState, RecordedFailure};
+use crate::history::{HistoryChange, NewRecord, RecordState};
+use crate::kind::Capabilities;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::PlannedStep;
@@ -33,6 +34,26 @@ pub(super) enum Bracket {
     /// The step cannot share a transaction with its record: a `running` marker first, so a
     /// crash inside it is seen by the next run instead of being re-run or skipped.
     Marked,
+}
+
+/// How the records of `step` bracket it, when the history connection is `history_connection`
+/// and can do what `history` says: the run asks it of the connection, `preview` of the
+/// connection's kind.
+pub(super) fn bracket_of(
+    step: &PlannedStep<'_>,
+    history_connection: &str,
+    history: &Capabilities,
+) -> Bracket {
+    if step.reverses_nothing() {
+        Bracket::RecordOnly
+    } else if step.transactional()
+        && step.migration.connection == history_connection
+        && history.transactional_ddl
+    {
+        Bracket::Atomic
+    } else {
+        Bracket::Marked
+    }
 }
 
 /// A step made ready to run: what it runs, where, and the records around it.
@@ -90,14 +111,15 @@ impl<'p> Prepared<'p> {
     /// What the run reports of the step once it is done.
     fn report(&self) -> StepReport {
         let migration = self.migration;
-        StepReport {
-            version: migration.version,
-            name: migration.name.clone(),
-            direction: self.direction,
-            connection: migration.connection.clone(),
-            duration_ms: self.started.elapsed().as_millis() as u64,
-            reverses_nothing: self.bracket == Bracket::RecordOnly,
-        }
+        let mut report = StepReport::new(
+            migration.version,
+            &migration.name,
+            self.direction,
+            &migration.connection,
+        );
+        report.duration_ms = self.started.elapsed().as_millis() as u64;
+        report.reverses_nothing = self.bracket == Bracket::RecordOnly;
+        report
     }
 
     /// The error a step's attempts end with when they did not succeed.
@@ -205,13 +227,11 @@ impl Session<'_> {
             )?),
             _ => None,
         };
-        let bracket = if step.reverses_nothing() {
-            Bracket::RecordOnly
-        } else if self.runs_atomically(step) {
-            Bracket::Atomic
-        } else {
-            Bracket::Marked
-        };
+        let bracket = bracket_of(
+            step,
+            &migrator.config.history_connection,
+            &self.history.capabilities(),
+        );
         Ok(Prepared {
             migration,
             direction: step.direction,
@@ -396,7 +416,7 @@ impl Session<'_> {
         prepared.locate(failure);
         let why = HistoryChange::RecordFailure {
             version: prepared.migration.version,
-            failure: RecordedFailure::of(&failure.error),
+            failure: failure.error.recorded(),
         };
         let kept = self.history.record(&[why]).await;
         let error = prepared.error(ended, true);
@@ -415,14 +435,5 @@ impl Session<'_> {
             true => Ok(self.history.as_mut()),
             false => self.other_connection(&prepared.migration.connection).await,
         }
-    }
-}
-
-impl HistoryChange {
-    fn with_state(mut self, new_state: RecordState) -> Self {
-        if let HistoryChange::Insert(record) = &mut self {
-            record.state = new_state;
-        }
-        self
     }
 }

@@ -12,7 +12,7 @@ use crate::events::{Event, EventKind};
 use crate::lock::LOCK_NAME;
 use crate::plan::RollbackScope;
 use crate::plan::{Command, Resolution};
-use crate::report::LockStrategy;
+use crate::vocabulary::LockStrategy;
 use crate::Code;
 
 mod capabilities;

@@ -9,42 +9,7 @@ use serde::Serialize;
 use crate::error::Error;
 use crate::plan::{MigrationState, MigrationStatus};
 use crate::report::{LockState, Preview, StatusReport, StepReport};
-
-/// How one target ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum Outcome {
-    /// The command changed it: migrations applied (or reverted, or recorded).
-    Applied,
-    /// Nothing to do: it was where the command would take it.
-    UpToDate,
-    /// `status`, `preview`: something is left to do there.
-    Pending,
-    /// The command failed there (its `error` says why).
-    Failed,
-    /// Never started: a canary failed, `max_failures` was reached, or a signal came.
-    Skipped,
-}
-
-impl Outcome {
-    /// As in JSON: `applied`, `up_to_date`, `pending`, `failed`, `skipped`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Applied => "applied",
-            Outcome::UpToDate => "up_to_date",
-            Outcome::Pending => "pending",
-            Outcome::Failed => "failed",
-            Outcome::Skipped => "skipped",
-        }
-    }
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::vocabulary::Outcome;
 
 /// One target of a fleet run.
 #[derive(Debug, Clone, Serialize)]

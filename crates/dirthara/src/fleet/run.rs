@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinSet;
 
-use super::report::{FleetReport, FleetStatus, FleetTotals, Outcome, TargetReport, TargetStatus};
+use super::report::{FleetReport, FleetStatus, FleetTotals, TargetReport, TargetStatus};
 use super::{Fleet, FleetCommand, Target};
 use crate::backend::{BackendKind, Connector, ReusingConnector};
 use crate::config::{Config, LockWait};
@@ -25,6 +25,7 @@ use crate::error::{Code, Error, Result};
 use crate::events::EventKind;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::Command;
+use crate::vocabulary::Outcome;
 
 /// Which pass a target is run in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +62,11 @@ pub(super) async fn run(
     let history = base.config().history_connection.as_str();
     let shared = base.connections();
     let parsed: Vec<Connections> = (targets.iter())
-        .map(|t| shared.clone().with(history, BackendKind::from_url(&t.url)))
+        .map(|t| {
+            shared
+                .clone()
+                .with(history, crate::backend::kind_of(&t.url))
+        })
         .collect();
     let loaded = preload(base, &targets, &parsed, command)?;
     base.events().emit(EventKind::FleetPlanned {

@@ -6,7 +6,7 @@ use std::io::Read;
 use std::path::Path;
 
 use super::{Target, TargetSource};
-use crate::backend::{BackendKind, Namespaces};
+use crate::backend::Namespaces;
 use crate::engine::Migrator;
 use crate::error::{Error, Result};
 use crate::redact::redact_url;
@@ -51,6 +51,13 @@ pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<V
             let rows = listing.query_text(sql).await;
             listing.close().await;
             targets_from_rows(rows?, sql)?
+        }
+        // A source a newer dirthara-core knows and this engine does not.
+        other => {
+            return Err(Error::config(format!(
+                "{}: this build cannot list targets that way",
+                other.describe()
+            )))
         }
     };
     check(&targets, source)?;
@@ -156,7 +163,7 @@ fn check(targets: &[Target], source: &TargetSource) -> Result<()> {
                 target.name
             )));
         }
-        BackendKind::from_url(&target.url).map_err(|e| {
+        crate::backend::kind_of(&target.url).map_err(|e| {
             Error::config(format!(
                 "{}: target `{}`: {e}",
                 source.describe(),

@@ -105,12 +105,9 @@ pub(super) async fn run(
                 MongoErrorKind::Command(c) => c.message.clone(),
                 _ => mongo_message(&e),
             };
-            let error = DatabaseError {
-                message: format!("command #{}: {text}", index + 1),
-                number: mongo_code(&e).map(i64::from),
-                connection_lost: matches!(*e.kind, MongoErrorKind::Io(_)),
-                ..DatabaseError::default()
-            };
+            let mut error = DatabaseError::from_message(format!("command #{}: {text}", index + 1));
+            error.number = mongo_code(&e).map(i64::from);
+            error.connection_lost = matches!(*e.kind, MongoErrorKind::Io(_));
             // A command the server refused (`ok: 0`) changed nothing; if it was the
             // first, the migration changed nothing at all.
             let refused = matches!(*e.kind, MongoErrorKind::Command(_));

@@ -161,19 +161,19 @@ fn blocker(row: &MySqlRow, likely: bool) -> Blocker {
             .map(std::time::Duration::from_secs)
     };
     let text = |i: usize| text_column(row, i).ok().flatten();
-    Blocker {
-        session_id: row.try_get(0).ok(),
-        application: text(1),
-        client_address: text(2),
-        state: text(3).map(|command| match seconds(4) {
-            Some(time) => format!("{command} for {}", super::server_seconds(time.as_secs())),
-            None => command,
-        }),
-        transaction_age: seconds(7),
-        query: text(5),
-        likely,
-        transaction: text(8),
-    }
+    let mut blocker = Blocker::default();
+    blocker.session_id = row.try_get(0).ok();
+    blocker.application = text(1);
+    blocker.client_address = text(2);
+    blocker.state = text(3).map(|command| match seconds(4) {
+        Some(time) => format!("{command} for {}", super::server_seconds(time.as_secs())),
+        None => command,
+    });
+    blocker.transaction_age = seconds(7);
+    blocker.query = text(5);
+    blocker.likely = likely;
+    blocker.transaction = text(8);
+    blocker
 }
 
 /// Whether the transaction `blocker` held the lock with has ended: no transaction of its

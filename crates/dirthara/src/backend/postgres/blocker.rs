@@ -34,18 +34,16 @@ pub(super) async fn who_blocks(
     );
     let row = conn.fetch_optional(sql.as_str()).await.ok()??;
     let text = |i: usize| row.try_get::<Option<String>, _>(i).ok().flatten();
-    let blocker = Blocker {
-        session_id: row.try_get(0).ok(),
-        application: text(1),
-        client_address: text(2),
-        state: text(3),
-        transaction_age: (row.try_get::<Option<i64>, _>(4).ok().flatten())
-            .and_then(|ms| u64::try_from(ms).ok())
-            .map(Duration::from_millis),
-        query: text(5),
-        likely: false,
-        transaction: text(7),
-    };
+    let mut blocker = Blocker::default();
+    blocker.session_id = row.try_get(0).ok();
+    blocker.application = text(1);
+    blocker.client_address = text(2);
+    blocker.state = text(3);
+    blocker.transaction_age = (row.try_get::<Option<i64>, _>(4).ok().flatten())
+        .and_then(|ms| u64::try_from(ms).ok())
+        .map(Duration::from_millis);
+    blocker.query = text(5);
+    blocker.transaction = text(7);
     Some((text(6), blocker))
 }
 

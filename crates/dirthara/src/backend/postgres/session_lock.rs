@@ -87,12 +87,13 @@ impl SessionLock for PgDriver {
             .fetch_optional(sql.as_str())
             .await
             .map_err(|e| self.lock_error(e))?;
-        Ok(row.map(|row| LockHolder {
-            session_id: row.try_get(0).ok(),
-            application: row.try_get::<String, _>(1).ok().filter(|a| !a.is_empty()),
-            client_address: row.try_get(2).ok(),
-            since: row.try_get(3).ok(),
-            activity: None,
+        Ok(row.map(|row| {
+            let mut holder = LockHolder::default();
+            holder.session_id = row.try_get(0).ok();
+            holder.application = row.try_get::<String, _>(1).ok().filter(|a| !a.is_empty());
+            holder.client_address = row.try_get(2).ok();
+            holder.since = row.try_get(3).ok();
+            holder
         }))
     }
 

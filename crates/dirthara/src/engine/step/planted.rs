@@ -12,9 +12,9 @@ use super::{Attempt, Bracket, Prepared};
 use crate::backend::Step;
 use crate::engine::session::Session;
 use crate::error::Result;
-use crate::failpoints::planted_pause;
 use crate::lock::LockCheck;
 use crate::migration::Direction;
+use dirthara_core::planted_pause;
 
 /// The pause between the step and its record, when a fault that applies to `prepared` is
 /// switched on (steps up only).

@@ -1,0 +1,492 @@
+//! The typed error every operation returns, with a stable code per failure kind.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use dirthara_source::Problem;
+
+use crate::migration::{Direction, Migration};
+use crate::step_report::StepReport;
+use dirthara_source::SourceError;
+
+mod database;
+pub use crate::vocabulary::Code;
+pub use database::DatabaseError;
+
+/// What went wrong, with the facts a caller needs to act on it.
+// `MIGRATION_FAILED` carries everything the database said and is far larger than the other
+// kinds; an `ErrorKind` only ever lives boxed inside an `Error`, so that costs nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Another runner holds the lock and we may not (or no longer) wait.
+    LockHeld {
+        /// The lock's name, `dirthara:migrations`.
+        lock: String,
+        /// The connection the lock is taken on: the history connection.
+        connection: String,
+        /// Who holds it, as [`LockHolder`](crate::LockHolder) prints; `None` when the
+        /// database could not tell.
+        holder: Option<String>,
+    },
+    /// Taking or releasing the lock failed, or the backend cannot lock.
+    LockFailed {
+        /// The lock's name, `dirthara:migrations`.
+        lock: String,
+        /// The connection the lock is taken on: the history connection.
+        connection: String,
+        /// What went wrong, with the fix where there is one.
+        reason: String,
+    },
+    /// The lock was taken away during the run; we stopped before `next`.
+    LockLost {
+        /// The lock's name, `dirthara:migrations`.
+        lock: String,
+        /// The connection the lock was taken on: the history connection.
+        connection: String,
+        /// Version and name of the migration that was not started; `None` when the loss was
+        /// found before a change that is not a migration (`fresh` dropping the tables, or
+        /// `baseline` and `resolve` writing their records).
+        next: Option<(i64, String)>,
+    },
+    /// A shutdown signal arrived; the running step finished, `remaining` steps were left undone.
+    /// When it arrived while waiting for the lock, nothing had started ([`Error::waited`]).
+    Interrupted {
+        /// Version and name of each step left undone, in the order they would have run.
+        remaining: Vec<(i64, String)>,
+    },
+    /// A pending migration is older than the newest applied one and `strict` is on.
+    OutOfOrder {
+        /// The pending versions older than `newest_applied`.
+        versions: Vec<i64>,
+        /// The newest version the history records as applied.
+        newest_applied: i64,
+    },
+    /// A migration step failed on the database.
+    MigrationFailed {
+        /// The failed migration's version.
+        version: i64,
+        /// The failed migration's name.
+        name: String,
+        /// Whether its up or its down step failed.
+        direction: Direction,
+        /// The named connection the step ran on.
+        connection: String,
+        /// Everything the database said.
+        error: DatabaseError,
+        /// True when the history keeps a `running` record for it (the step could not be rolled back).
+        left_dirty: bool,
+        /// Whether the step ran inside a transaction (rolled back at the failure). On a
+        /// database that commits schema changes at once (MySQL/MariaDB) such a step can
+        /// still leave part of itself behind, and be `left_dirty`.
+        transactional: bool,
+    },
+    /// A migration's statement could not get its table (or metadata) lock within
+    /// `table_lock_timeout`, attempt after attempt, until `table_lock_retry_for` ran out.
+    TableLockTimeout {
+        /// The migration's version.
+        version: i64,
+        /// The migration's name.
+        name: String,
+        /// Whether its up or its down step could not run.
+        direction: Direction,
+        /// The named connection the step ran on.
+        connection: String,
+        /// What the database said to the last attempt: the file and line of the statement
+        /// that waited, the table it waited for and who held it, where the database said.
+        error: DatabaseError,
+        /// How many attempts were made.
+        attempts: u32,
+        /// How long the attempts and the pauses between them took.
+        spent: Duration,
+        /// True when statements before the one that waited had committed (MySQL runs DDL
+        /// one statement at a time): the history marks the migration as running.
+        left_dirty: bool,
+    },
+    /// A previous run failed or died inside a migration step that a rollback could not undo.
+    Dirty {
+        /// The version the history marks as `running`.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+        /// The error that left it so, when the failing run could record it (a run that was
+        /// killed could not).
+        failure: Option<crate::history::RecordedFailure>,
+    },
+    /// An applied migration's file changed since it was applied.
+    ChecksumMismatch {
+        /// The changed migration's version.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+        /// Where the migration comes from now: its file, or a Rust migration's description.
+        file: String,
+        /// The checksum the history recorded when it was applied (hex SHA-256).
+        recorded: String,
+        /// The checksum of the migration as it is now (hex SHA-256).
+        actual: String,
+    },
+    /// An applied migration has no file any more.
+    MissingMigration {
+        /// The recorded version without a file.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+    },
+    /// A migration that must be reversed has no down step.
+    Irreversible {
+        /// The version without a down step.
+        version: i64,
+        /// Its name.
+        name: String,
+    },
+    /// A target version names no known migration.
+    UnknownVersion {
+        /// The requested target version.
+        version: i64,
+    },
+    /// Migration files (or embedded migrations) are malformed: every bad file found in one
+    /// run with its reason, never empty.
+    InvalidMigration {
+        /// Each bad file and what is wrong with it.
+        problems: Vec<Problem>,
+    },
+    /// The configuration is unusable.
+    Config {
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// A database could not be reached.
+    Connection {
+        /// The named connection that failed.
+        connection: String,
+        /// What went wrong, in the driver's words; a URL in it is shown without its password.
+        message: String,
+    },
+    /// Reading or writing the history failed, or its layout is not one we understand.
+    History {
+        /// The history connection.
+        connection: String,
+        /// What went wrong with the history.
+        message: String,
+    },
+    /// `wait`: the history applied a migration these files do not have — the database is
+    /// newer than this build.
+    NewerDatabase {
+        /// The recorded version without a file here.
+        version: i64,
+        /// Its name, as recorded.
+        name: String,
+    },
+    /// `wait`: the migrations waited for were not all applied in time.
+    WaitTimedOut {
+        /// How long it waited.
+        waited: Duration,
+        /// How many of the migrations waited for were applied when it gave up.
+        applied: usize,
+        /// How many it waited for.
+        wanted: usize,
+        /// What it saw last (a database not reachable, a runner holding the lock, ...).
+        last_seen: String,
+    },
+}
+
+/// The error returned by every dirthara operation.
+///
+/// [`Error::code`] gives the stable code; [`Error::kind`] the facts. A failure to release the
+/// lock after another failure is attached as [`Error::secondary`] instead of replacing it, and
+/// the steps that completed before the failure are in [`Error::completed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: Box<ErrorKind>,
+    /// Everything else, boxed too: an error is rare, and a small one keeps every
+    /// `Result<_, Error>` small.
+    rest: Box<Rest>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Rest {
+    secondary: Option<Box<Error>>,
+    completed: Vec<StepReport>,
+    context: Context,
+    cause: Option<Cause>,
+}
+
+/// What an error was caused by (the driver's error, an I/O error, a Rust migration's own
+/// error), kept whole as [`std::error::Error::source`]. Shared, so that [`Error`] stays
+/// `Clone`; two causes are equal when they say the same.
+#[derive(Clone)]
+struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
+
+impl fmt::Debug for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// Facts the kind does not carry but the advice depends on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct Context {
+    /// How long we waited for the lock before giving up or being interrupted.
+    waited: Option<Duration>,
+    /// `Interrupted`: the signal came before the lock was taken (connecting, loading).
+    before_lock: bool,
+    /// `Irreversible`: what would make the migration reversible, in its layout's words.
+    reversal: Option<String>,
+}
+
+impl Error {
+    /// An error of `kind`, with no secondary failure and no completed steps.
+    pub fn new(kind: ErrorKind) -> Self {
+        Error {
+            kind: Box::new(kind),
+            rest: Box::default(),
+        }
+    }
+
+    /// Keeps `cause` as this error's [`source`](std::error::Error::source). The message
+    /// already says what the cause said (the CLI prints the message alone); the source is
+    /// there for a program that wants the driver's typed error.
+    pub fn caused_by(mut self, cause: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.rest.cause = Some(Cause(Arc::new(cause)));
+        self
+    }
+
+    /// [`Error::caused_by`] with a cause that is already shared.
+    pub fn caused_by_shared(mut self, cause: Arc<dyn std::error::Error + Send + Sync>) -> Self {
+        self.rest.cause = Some(Cause(cause));
+        self
+    }
+
+    /// The facts of the failure, to match on.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// The stable code, as printed in `Error [CODE]: ...`.
+    pub fn code(&self) -> Code {
+        match *self.kind {
+            ErrorKind::LockHeld { .. } => Code::MigrationLockHeld,
+            ErrorKind::LockFailed { .. } => Code::MigrationLockFailed,
+            ErrorKind::LockLost { .. } => Code::LockLeaseLost,
+            ErrorKind::Interrupted { .. } => Code::Interrupted,
+            ErrorKind::OutOfOrder { .. } => Code::OutOfOrder,
+            ErrorKind::MigrationFailed { .. } => Code::MigrationFailed,
+            ErrorKind::TableLockTimeout { .. } => Code::TableLockTimeout,
+            ErrorKind::Dirty { .. } => Code::DirtyMigration,
+            ErrorKind::ChecksumMismatch { .. } => Code::ChecksumMismatch,
+            ErrorKind::MissingMigration { .. } => Code::MissingMigration,
+            ErrorKind::Irreversible { .. } => Code::IrreversibleMigration,
+            ErrorKind::UnknownVersion { .. } => Code::UnknownVersion,
+            ErrorKind::InvalidMigration { .. } => Code::InvalidMigration,
+            ErrorKind::Config { .. } => Code::ConfigError,
+            ErrorKind::Connection { .. } => Code::ConnectionError,
+            ErrorKind::History { .. } => Code::HistoryError,
+            ErrorKind::NewerDatabase { .. } => Code::MissingMigration,
+            ErrorKind::WaitTimedOut { .. } => Code::WaitTimeout,
+        }
+    }
+
+    /// For lock errors: the lock's name and the connection it was taken on.
+    pub fn lock_context(&self) -> Option<(&str, &str)> {
+        match &*self.kind {
+            ErrorKind::LockHeld {
+                lock, connection, ..
+            }
+            | ErrorKind::LockFailed {
+                lock, connection, ..
+            }
+            | ErrorKind::LockLost {
+                lock, connection, ..
+            } => Some((lock, connection)),
+            _ => None,
+        }
+    }
+
+    /// How long the runner waited for the lock before this error: set for
+    /// `MIGRATION_LOCK_HELD` after a non-zero `lock_wait` ran out, and for `INTERRUPTED` when
+    /// the signal came while waiting (nothing had started then).
+    pub fn waited(&self) -> Option<Duration> {
+        self.rest.context.waited
+    }
+
+    /// A failure that happened while cleaning up after this one (e.g. releasing the lock).
+    pub fn secondary(&self) -> Option<&Error> {
+        self.rest.secondary.as_deref()
+    }
+
+    /// Steps that completed (and were recorded) before this error stopped the run.
+    pub fn completed(&self) -> &[StepReport] {
+        &self.rest.completed
+    }
+
+    pub fn with_secondary(mut self, secondary: Error) -> Self {
+        match self.rest.secondary {
+            Some(ref mut existing) => {
+                let chained = std::mem::replace(existing, Box::new(secondary));
+                // Keep both: the newest cleanup failure first, the earlier one under it.
+                existing.rest.secondary = Some(chained);
+            }
+            None => self.rest.secondary = Some(Box::new(secondary)),
+        }
+        self
+    }
+
+    /// `INTERRUPTED` by a signal that came before the lock was taken (while connecting or
+    /// loading): nothing had been read or changed.
+    pub fn interrupted_before_lock() -> Self {
+        let mut error = Error::new(ErrorKind::Interrupted {
+            remaining: Vec::new(),
+        });
+        error.rest.context.before_lock = true;
+        error
+    }
+
+    /// Whether an `INTERRUPTED` came before anything was started: before the lock was taken,
+    /// or while waiting for it.
+    pub fn interrupted_before_start(&self) -> bool {
+        matches!(*self.kind, ErrorKind::Interrupted { .. })
+            && (self.rest.context.before_lock || self.rest.context.waited.is_some())
+    }
+
+    pub fn after_waiting(mut self, waited: Duration) -> Self {
+        self.rest.context.waited = Some(waited);
+        self
+    }
+
+    /// `DIRTY_MIGRATION` for the `running` record `record`, quoting why it is dirty.
+    pub fn dirty(record: &crate::history::AppliedMigration) -> Self {
+        Error::new(ErrorKind::Dirty {
+            version: record.version,
+            name: record.name.clone(),
+            failure: record.failure.clone(),
+        })
+    }
+
+    /// `IRREVERSIBLE_MIGRATION` for `migration`, saying what would reverse it in the words
+    /// of its files' layout.
+    pub fn irreversible(migration: &Migration) -> Self {
+        let mut error = Error::new(ErrorKind::Irreversible {
+            version: migration.version,
+            name: migration.name.clone(),
+        });
+        error.rest.context.reversal = reversal(migration);
+        error
+    }
+
+    pub fn with_completed(mut self, completed: Vec<StepReport>) -> Self {
+        self.rest.completed = completed;
+        self
+    }
+
+    pub fn config(message: impl Into<String>) -> Self {
+        Error::new(ErrorKind::Config {
+            message: message.into(),
+        })
+    }
+
+    pub fn invalid(file: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::new(ErrorKind::InvalidMigration {
+            problems: vec![Problem {
+                file: file.into(),
+                reason: reason.into(),
+            }],
+        })
+    }
+
+    pub fn history(connection: &str, message: impl fmt::Display) -> Self {
+        Error::new(ErrorKind::History {
+            connection: connection.to_string(),
+            message: message.to_string(),
+        })
+    }
+}
+
+impl std::error::Error for Error {
+    /// For `MIGRATION_FAILED`, what the database said, structured; for the others, the
+    /// driver's (or the system's) own error where there was one. Its text is also part of
+    /// the message, which is what the CLI prints.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &*self.kind {
+            ErrorKind::MigrationFailed { error, .. }
+            | ErrorKind::TableLockTimeout { error, .. } => Some(error),
+            _ => {
+                let cause = self.rest.cause.as_ref()?;
+                Some(&*cause.0 as &(dyn std::error::Error + 'static))
+            }
+        }
+    }
+}
+
+/// `{"code", "message", ...}`: the code, the message as printed, the facts a program can act
+/// on (the failed migration and everything the database said about it), any secondary
+/// failure, and the steps completed before the error.
+impl serde::Serialize for Error {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("code", self.code().as_str())?;
+        map.serialize_entry("message", &self.to_string())?;
+        if let ErrorKind::MigrationFailed {
+            version,
+            name,
+            direction,
+            connection,
+            error,
+            left_dirty,
+            transactional,
+        } = &*self.kind
+        {
+            map.serialize_entry(
+                "migration",
+                &serde_json::json!({
+                    "version": version,
+                    "name": name,
+                    "direction": direction,
+                    "connection": connection,
+                    "left_dirty": left_dirty,
+                    "transactional": transactional,
+                }),
+            )?;
+            map.serialize_entry("database", error)?;
+        }
+        if let Some(secondary) = &self.rest.secondary {
+            map.serialize_entry("secondary", secondary)?;
+        }
+        if !self.rest.completed.is_empty() {
+            map.serialize_entry("completed", &self.rest.completed)?;
+        }
+        map.end()
+    }
+}
+
+impl From<SourceError> for Error {
+    fn from(error: SourceError) -> Self {
+        match error {
+            SourceError::Invalid(problems) => Error::new(ErrorKind::InvalidMigration { problems }),
+            SourceError::Directory { message, .. } => Error::config(message),
+        }
+    }
+}
+
+mod hints;
+mod message;
+
+use hints::reversal;
+
+/// `std::result::Result` with dirthara's [`Error`] as the default error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,208 @@
+//! Adopting another tool's history (`baseline --from`): which files here that tool applied,
+//! decided purely from what its history says, so every rule is tested without a database.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use crate::error::{Error, ErrorKind};
+use crate::history::AppliedMigration;
+use crate::migration::Migration;
+
+/// What another tool's history says, reduced to what adoption needs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ForeignHistory {
+    /// The tool, as `--from` names it.
+    pub tool: String,
+    /// The table it was read from.
+    pub table: String,
+    /// Versions the tool recorded as applied.
+    pub applied: BTreeSet<i64>,
+    /// Every version up to this one counts as applied too (golang-migrate keeps only its
+    /// newest version; a Flyway baseline stands for everything at or below it).
+    pub through: Option<Through>,
+    /// An entry the tool itself considers failed or dirty.
+    pub failed: Option<ForeignFailure>,
+}
+
+/// "Everything up to `version`", and why the history says only that much.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Through {
+    pub version: i64,
+    /// Whether `version` itself is a migration that must have a file here (golang-migrate's
+    /// newest version) or only a marker (a Flyway baseline version).
+    pub needs_file: bool,
+    /// Said in the output: why every file up to `version` is recorded.
+    pub reason: String,
+}
+
+/// An entry the other tool left failed or dirty, with that tool's own way out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignFailure {
+    pub version: i64,
+    /// `dirty` (golang-migrate) or `failed` (sqlx, Flyway).
+    pub state: String,
+    /// How to clear it, in that tool's terms.
+    pub fix: String,
+}
+
+/// What `baseline --from` records: every adopted migration, as one batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdoptionPlan<'a> {
+    /// In version order.
+    pub records: Vec<&'a Migration>,
+    /// Always 1: adoption is refused unless dirthara's history is empty.
+    pub batch: i64,
+    /// Facts the operator should read: the golang-migrate rule, files left pending below
+    /// the newest adopted version.
+    pub notes: Vec<String>,
+}
+
+/// Why adoption was refused, before anything was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AdoptionRefusal {
+    /// dirthara's history already has records (a second `baseline --from`).
+    HistoryNotEmpty { records: usize, newest: i64 },
+    /// The other tool's history has a failed or dirty entry.
+    ForeignFailed {
+        tool: String,
+        table: String,
+        failure: ForeignFailure,
+    },
+    /// Versions the other tool applied have no migration file here.
+    NoFile {
+        tool: String,
+        table: String,
+        versions: Vec<i64>,
+    },
+}
+
+impl fmt::Display for AdoptionRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AdoptionRefusal::HistoryNotEmpty { records, newest } => write!(
+                f,
+                "dirthara's history already has {records} record(s) (newest: version {newest}), so \
+                 there is nothing to adopt: `baseline --from` only starts an empty history. \
+                 `dirthara status` shows what is recorded"
+            ),
+            AdoptionRefusal::ForeignFailed {
+                tool,
+                table,
+                failure,
+            } => write!(
+                f,
+                "{tool}'s history `{table}` has version {} marked {}: adopting it would record a \
+                 migration whose changes may be half-made. {}; then run `baseline --from {tool}` again",
+                failure.version, failure.state, failure.fix
+            ),
+            AdoptionRefusal::NoFile {
+                tool,
+                table,
+                versions,
+            } => {
+                let list: Vec<String> = versions.iter().map(i64::to_string).collect();
+                write!(
+                    f,
+                    "{tool}'s history `{table}` has version(s) {} applied, but no migration file \
+                     here has that version; add the file(s) to the migration directories (or point \
+                     --dir at the directory {tool} used), then run `baseline --from {tool}` again",
+                    list.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl From<AdoptionRefusal> for Error {
+    fn from(refusal: AdoptionRefusal) -> Self {
+        Error::new(ErrorKind::Config {
+            message: refusal.to_string(),
+        })
+    }
+}
+
+/// Plans `baseline --from`: the migrations here that the other tool applied, to be recorded
+/// as applied (with the checksums of the files here) in one batch.
+///
+/// Refuses, in this order: a non-empty dirthara history; a failed or dirty entry in the
+/// other tool's history; an applied version without a file here.
+pub fn plan_adoption<'a>(
+    available: &'a [Migration],
+    applied: &[AppliedMigration],
+    foreign: &ForeignHistory,
+) -> Result<AdoptionPlan<'a>, AdoptionRefusal> {
+    if let Some(newest) = applied.iter().map(|a| a.version).max() {
+        return Err(AdoptionRefusal::HistoryNotEmpty {
+            records: applied.len(),
+            newest,
+        });
+    }
+    if let Some(failure) = &foreign.failed {
+        return Err(AdoptionRefusal::ForeignFailed {
+            tool: foreign.tool.clone(),
+            table: foreign.table.clone(),
+            failure: failure.clone(),
+        });
+    }
+    let here: BTreeSet<i64> = available.iter().map(|m| m.version).collect();
+    let mut required: BTreeSet<i64> = foreign.applied.clone();
+    if let Some(through) = foreign.through.as_ref().filter(|t| t.needs_file) {
+        required.insert(through.version);
+    }
+    let missing: Vec<i64> = required.difference(&here).copied().collect();
+    if !missing.is_empty() {
+        return Err(AdoptionRefusal::NoFile {
+            tool: foreign.tool.clone(),
+            table: foreign.table.clone(),
+            versions: missing,
+        });
+    }
+
+    let through = foreign.through.as_ref().map(|t| t.version);
+    let mut records: Vec<&Migration> = available
+        .iter()
+        .filter(|m| foreign.applied.contains(&m.version) || through.is_some_and(|t| m.version <= t))
+        .collect();
+    records.sort_by_key(|m| m.version);
+
+    let mut notes = Vec::new();
+    if let Some(through) = &foreign.through {
+        let count = records
+            .iter()
+            .filter(|m| m.version <= through.version)
+            .count();
+        notes.push(format!(
+            "{}: every file up to version {} ({count} file(s)) is recorded as applied",
+            through.reason, through.version
+        ));
+    }
+    if let Some(newest) = records.last().map(|m| m.version) {
+        let skipped: Vec<String> = available
+            .iter()
+            .filter(|m| m.version < newest && !records.iter().any(|r| r.version == m.version))
+            .map(|m| m.version.to_string())
+            .collect();
+        if !skipped.is_empty() {
+            notes.push(format!(
+                "{} never applied version(s) {}, older than the newest adopted version {newest}: \
+                 they stay pending, and `migrate` applies them out of order (with a warning)",
+                foreign.tool,
+                skipped.join(", ")
+            ));
+        }
+    }
+    if records.is_empty() {
+        notes.push(format!(
+            "{}'s history `{}` records no applied migration: nothing to adopt, every file stays pending",
+            foreign.tool, foreign.table
+        ));
+    }
+    Ok(AdoptionPlan {
+        records,
+        batch: 1,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests;
