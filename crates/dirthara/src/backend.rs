@@ -29,6 +29,8 @@ mod servers;
 pub(crate) mod sql;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(sql)]
+mod sqlx_error;
 
 mod connect;
 mod history_tables;
@@ -40,6 +42,8 @@ pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 pub(crate) use history_tables::Prepared;
 pub(crate) use reuse::ReusingConnector;
+#[cfg(sql)]
+pub(crate) use sql::{database_message, DriverError};
 
 /// A JSON command step as MongoDB will run it, parsed once, at load ([`StepBody::Text`]);
 /// `Err` why it does not parse. Without the MongoDB driver nothing is parsed: no JSON
@@ -281,101 +285,21 @@ impl StepFailure {
     }
 }
 
-/// The database's own message for an error, with its code when it has one.
-#[cfg(sql)]
-pub(crate) fn database_message(error: &sqlx::Error) -> String {
-    match error {
-        sqlx::Error::Database(db) => match db.code() {
-            Some(code) => format!("{} (code {code})", db.message()),
-            None => db.message().to_string(),
-        },
-        other => other.to_string(),
-    }
-}
-
-/// Everything a SQL database said about a failed step, keeping the driver's error as its
-/// `source()`. `step` is the step's text and the character offset at which it started in the
-/// text sent, so an error position the database reports (PostgreSQL) can be turned into the
-/// file's line and column.
-#[cfg(sql)]
-pub(crate) fn database_error(error: sqlx::Error, step: Option<(&str, usize)>) -> DatabaseError {
-    let (mut facts, position) = database_facts(&error);
-    if let (Some(position), Some((text, start))) = (position, step) {
-        // 1-based character index into the whole message sent.
-        if let Some(index) = position.checked_sub(1 + start) {
-            if index <= text.chars().count() {
-                let (line, column) = crate::source::sql::line_column(text, index);
-                facts.line = Some(line);
-                facts.column = Some(column);
-            }
-        }
-    }
-    facts.caused_by(error)
-}
-
-/// What the driver's error says, and the character position (1-based, in the text sent) at
-/// which the database located it, where it does.
-#[cfg(sql)]
-fn database_facts(error: &sqlx::Error) -> (DatabaseError, Option<usize>) {
-    let sqlx::Error::Database(db) = error else {
-        let mut facts = DatabaseError::from_message(error.to_string());
-        facts.connection_lost = matches!(error, sqlx::Error::Io(_) | sqlx::Error::Protocol(_));
-        return (facts, None);
-    };
-    let mut facts = DatabaseError::from_message(db.message());
-    facts.code = db.code().map(|c| c.into_owned());
-    facts.constraint = db.constraint().map(str::to_string);
-    facts.table = db.table().map(str::to_string);
-    #[cfg(feature = "postgres")]
-    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-        return postgres_facts(facts, pg);
-    }
-    #[cfg(feature = "mysql")]
-    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
-        return (mysql_facts(facts, my), None);
-    }
-    (facts, None)
-}
-
-#[cfg(feature = "postgres")]
-fn postgres_facts(
-    mut facts: DatabaseError,
-    pg: &sqlx::postgres::PgDatabaseError,
-) -> (DatabaseError, Option<usize>) {
-    facts.detail = pg.detail().map(str::to_string);
-    facts.hint = pg.hint().map(str::to_string);
-    facts.context = pg.r#where().map(str::to_string);
-    // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
-    // and class 08 (connection exception) end the session.
-    facts.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
-    facts.lock_not_available = pg.code() == "55P03";
-    let position = match pg.position() {
-        Some(sqlx::postgres::PgErrorPosition::Original(position)) => Some(position),
-        _ => None,
-    };
-    (facts, position)
-}
-
-#[cfg(feature = "mysql")]
-fn mysql_facts(mut facts: DatabaseError, my: &sqlx::mysql::MySqlDatabaseError) -> DatabaseError {
-    facts.number = Some(i64::from(my.number()));
-    // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
-    facts.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
-    facts.lock_not_available = matches!(my.number(), 1205 | 3572);
-    facts
-}
-
 /// `dirthara <operation> <host>:<pid>`: how our sessions describe themselves to the server.
 #[cfg(any(feature = "postgres", feature = "mongodb"))]
 pub(crate) fn session_label(operation: &str) -> String {
-    label_of(operation, &crate::host::hostname(), std::process::id())
+    label_of(
+        operation,
+        &dirthara_core::host::hostname(),
+        std::process::id(),
+    )
 }
 
 #[cfg(any(feature = "postgres", feature = "mongodb", test))]
 fn label_of(operation: &str, host: &str, pid: u32) -> String {
     let mut label = format!("dirthara {operation} {host}:{pid}");
     // PostgreSQL truncates application_name at 63 bytes; a host name may hold multi-byte text.
-    crate::text::truncate_at_char_boundary(&mut label, 63);
+    dirthara_core::text::truncate_at_char_boundary(&mut label, 63);
     label
 }
 

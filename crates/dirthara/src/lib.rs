@@ -81,12 +81,9 @@ extern crate self as dirthara;
 // The layers below, from dirthara-core, under the names the modules here use.
 pub use dirthara_core::config;
 use dirthara_core::{
-    backoff, error, events, format, history, host, kind, lock, migration, plan, redact, report,
-    text, vocabulary,
+    backoff, error, events, format, history, kind, lock, migration, plan, redact, report,
+    vocabulary,
 };
-// The planted faults' hooks (macros).
-#[macro_use]
-extern crate dirthara_core;
 
 mod adopt;
 mod backend;

@@ -139,7 +139,7 @@ fn an_unknown_key_in_dirthara_toml_is_refused_with_the_key_it_meant() {
     );
     p.run(&["--no-lock", "migrate"])
         .error("CONFIG_ERROR")
-        .stderr_has("unknown key `table_lock_timout`; did you mean `table_lock_timeout`?");
+        .stderr_has("dirthara.toml: line 1: unknown key `table_lock_timout`; did you mean `table_lock_timeout`?");
     assert!(!p.exists("x.db"));
 }
 

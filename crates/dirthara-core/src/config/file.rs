@@ -165,8 +165,12 @@ impl Config {
                                 .join(", ")
                         ),
                     };
+                    // The table forgets where a key was: its line is found again by its text.
+                    let line = (text.lines())
+                        .position(|line| line.trim_start().starts_with(key.as_str()))
+                        .map_or(String::new(), |index| format!(" line {}:", index + 1));
                     return Err(Error::config(format!(
-                        "{origin}: unknown key `{key}`; {hint}"
+                        "{origin}:{line} unknown key `{key}`; {hint}"
                     )));
                 }
             }

@@ -19,11 +19,12 @@ use sha2::{Digest, Sha256};
 use sqlx::mysql::{MySqlConnectOptions, MySqlConnection};
 use sqlx::{ConnectOptions, Connection, Executor, Row};
 
-use super::sql::{Dialect, Sibling, SqlBackend, SqlDriver};
+use super::sql::{Sibling, SqlBackend, SqlDialect, SqlDriver};
 use super::{
     connect_failure, database_message, servers, Backend, Capabilities, ConnectFailure,
     ConnectRequest,
 };
+use crate::backend::sql::SqlSyntax;
 use crate::error::{DatabaseError, Error, ErrorKind, Result};
 use crate::events::{Blocker, LockHolder};
 use crate::lock::{LockSupport, SessionLock, LOCK_NAME};
@@ -103,7 +104,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         conn,
         options,
         connection: request.name.clone(),
-        key_literal: Dialect::Mysql.literal(&lock_key(&database, &request.history_table)),
+        key_literal: SqlDialect::MySql.literal(&lock_key(&database, &request.history_table)),
         database,
         init_sql: request.init_sql.clone(),
         id,
@@ -120,7 +121,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
 /// unrelated databases on one server do not wait on each other.
 fn lock_key(database: &str, table: &str) -> String {
     // Planted fault (tests only): a name of this process's own, which excludes nobody.
-    fail_point!("lock_key_per_process", |_| format!(
+    dirthara_core::fail_point!("lock_key_per_process", |_| format!(
         "{LOCK_NAME}:{}",
         std::process::id()
     ));
@@ -180,15 +181,17 @@ pub(super) fn server_seconds(seconds: u64) -> String {
 
 #[async_trait]
 impl SqlDriver for MySqlDriver {
-    fn dialect(&self) -> Dialect {
-        Dialect::Mysql
+    type Error = sqlx::Error;
+
+    fn dialect(&self) -> SqlDialect {
+        SqlDialect::MySql
     }
 
     async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error> {
         self.conn.execute(sql).await.map(|r| r.rows_affected())
     }
 
-    fn open_sibling(&self) -> Sibling {
+    fn open_sibling(&self) -> Sibling<sqlx::Error> {
         let options = self.options.clone();
         let connection = self.connection.clone();
         let database = self.database.clone();
@@ -202,7 +205,7 @@ impl SqlDriver for MySqlDriver {
                 conn.execute(init_sql.as_str()).await?;
             }
             // Explicitly in the history's database, even if `init_sql` switched to another.
-            conn.execute(format!("USE {}", Dialect::Mysql.ident(&database)).as_str())
+            conn.execute(format!("USE {}", SqlDialect::MySql.ident(&database)).as_str())
                 .await?;
             let id: i64 = conn
                 .fetch_one("SELECT CAST(CONNECTION_ID() AS SIGNED)")
@@ -221,7 +224,7 @@ impl SqlDriver for MySqlDriver {
                 lock_support,
                 lock_wait_timeout: (lock_wait_timeout, UNKNOWN),
                 metadata_lock_info: None,
-            }) as Box<dyn SqlDriver>)
+            }) as Box<dyn SqlDriver<Error = sqlx::Error>>)
         })
     }
 
@@ -287,7 +290,7 @@ impl SqlDriver for MySqlDriver {
 
     fn lock_held_condition(&self) -> Option<String> {
         // Planted fault (tests only): the marker's check answers "still held" blindly.
-        if planted!("lock_confirmed_blindly") {
+        if dirthara_core::planted!("lock_confirmed_blindly") {
             return Some("1 = 1".to_string());
         }
         Some(format!(
@@ -421,7 +424,7 @@ impl SessionLock for MySqlDriver {
             holder.activity = Some(match info {
                 Some(statement) => {
                     let mut statement = statement.split_whitespace().collect::<Vec<_>>().join(" ");
-                    crate::text::truncate_at_char_boundary(&mut statement, 48);
+                    dirthara_core::text::truncate_at_char_boundary(&mut statement, 48);
                     format!("busy with `{statement}` for {time}")
                 }
                 None => format!("idle for {time}"),

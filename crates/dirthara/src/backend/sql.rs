@@ -2,19 +2,20 @@
 //! implementation of [`Backend`] over a minimal driver.
 //!
 //! Values spliced into history statements are integers, hex checksums and names restricted
-//! to a safe alphabet at load time; they are still quoted with [`Dialect::literal`].
+//! to a safe alphabet at load time; they are still quoted with [`SqlDialect::literal`].
 
 use async_trait::async_trait;
 
 use super::history_tables::{self, Known, Prepared};
-use super::{database_message, Backend, Capabilities, ConnectRequest, Namespaces, Step};
+use super::{Backend, Capabilities, ConnectRequest, Namespaces, Step};
 use super::{StepBody, StepFailure};
-use crate::code::Connection;
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 
 mod dialect;
+mod driver;
+mod error;
 mod history;
 mod lease;
 mod observer;
@@ -23,208 +24,14 @@ mod steps;
 
 use steps::Sending;
 
-pub(crate) use dialect::{DbObject, Dialect, HistoryNames};
-
-/// Rows whose columns are all text (or NULL), as the history queries select them.
-///
-/// Decoded unchecked: every column is selected as text, so asking the driver to compare
-/// each value's type with `String`'s first (which `try_get` does, per value) only costs —
-/// about a third of reading a 1,000-row history.
+pub(crate) use dialect::{CatalogSql, DbObject, HistoryNames, HistorySql, SqlDialect, SqlSyntax};
 #[cfg(any(feature = "sqlite", feature = "postgres"))]
-pub(crate) fn text_rows<R>(rows: &[R]) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>
-where
-    R: sqlx::Row,
-    usize: sqlx::ColumnIndex<R>,
-    for<'r> Option<String>: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
-{
-    rows.iter()
-        .map(|row| {
-            (0..row.len())
-                .map(|i| row.try_get_unchecked::<Option<String>, _>(i))
-                .collect()
-        })
-        .collect()
-}
-
-/// Builds a history statement once the step's duration is known (`None`: measured in SQL).
-pub(crate) type RecordFn<'a> = dyn Fn(Option<std::time::Duration>) -> String + Send + Sync + 'a;
-
-/// What a SQL driver module provides: run text, read rows as text.
-#[async_trait]
-pub(crate) trait SqlDriver: Send {
-    fn dialect(&self) -> Dialect;
-
-    /// Runs one or more statements as sent (no prepared statement, no implicit transaction
-    /// beyond what the database itself does with a multi-statement string) and returns the
-    /// rows affected (MySQL: rows matched).
-    async fn execute_count(&mut self, sql: &str) -> Result<u64, sqlx::Error>;
-
-    async fn execute(&mut self, sql: &str) -> Result<(), sqlx::Error> {
-        self.execute_count(sql).await.map(|_| ())
-    }
-
-    /// A SQL condition that holds exactly when it is evaluated in this session while the
-    /// session holds the migration lock: what a `running` marker carries where the session
-    /// lock [`verifies_in_marker`](crate::lock::SessionLock::verifies_in_marker).
-    fn lock_held_condition(&self) -> Option<String> {
-        None
-    }
-
-    /// Whether `error` says the text sent ended inside a statement: the tokenizer ended it
-    /// where the database reads on (SQLite takes `end` as a column name inside a trigger).
-    fn ended_inside_a_statement(&self, _error: &sqlx::Error) -> bool {
-        false
-    }
-
-    /// After `execute` failed: the 1-based line of its text where the failing statement
-    /// starts, for a driver that sends text statement by statement (SQLite). `None` where
-    /// the database locates an error itself.
-    fn failed_statement_line(&self) -> Option<usize> {
-        None
-    }
-
-    /// A second connection to the same database with the same settings (the lease store's,
-    /// the table-lock observer's). The future borrows nothing, so it can be made before a
-    /// step runs and opened only if the step comes to need it.
-    fn open_sibling(&self) -> Sibling;
-
-    /// See [`Backend::reopen`]: the session made what a new connection for `request` would
-    /// be, when this driver can; the history's names are then taken from [`SqlDriver::schema`]
-    /// again.
-    async fn reopen(&mut self, _request: &ConnectRequest) -> Result<bool, sqlx::Error> {
-        Ok(false)
-    }
-
-    /// Runs a query whose columns are all text (or NULL).
-    async fn fetch_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, sqlx::Error>;
-
-    /// Sends `step` and the statement `record` builds (given `None`: the database measures
-    /// the step's duration itself) as ONE message that commits as a whole, where the database
-    /// runs a multi-statement message as one transaction (PostgreSQL). `None` where it does
-    /// not: the backend then brackets them in a transaction statement by statement. On
-    /// failure the transaction is rolled back before this returns.
-    ///
-    /// With `checks_lock`, the message also fails (rolled back) unless this session still
-    /// holds the session lock; only a driver whose session lock says
-    /// [`SessionLock::verifies_in_step`] is asked that.
-    async fn execute_atomically(
-        &mut self,
-        _step: &str,
-        _record: Option<&RecordFn<'_>>,
-        _atomic: Atomic,
-    ) -> Option<Result<(), StepFailure>> {
-        None
-    }
-
-    /// The statement that bounds how long what follows it waits for a table (or metadata)
-    /// lock: for the rest of the transaction (`local`) or of the session. `None` where the
-    /// database has no such lock waits to bound (SQLite).
-    ///
-    /// With `None` (no timeout for what follows), the statement that undoes a session-level
-    /// one an earlier step set, if any.
-    fn lock_timeout_sql(
-        &mut self,
-        _timeout: Option<std::time::Duration>,
-        _local: bool,
-    ) -> Option<String> {
-        None
-    }
-
-    /// How another connection finds this one's waiting statement (PostgreSQL: its
-    /// `application_name`; MySQL: its connection id).
-    fn session_identity(&self) -> String {
-        String::new()
-    }
-
-    /// Who blocks the session `identity`, and the table it waits for; asked on a connection
-    /// of its own while that session waits. `None` when nothing can be said.
-    async fn who_blocks(
-        &mut self,
-        _identity: &str,
-    ) -> Option<(Option<String>, crate::events::Blocker)> {
-        None
-    }
-
-    /// Whether the transaction `blocker` held the lock with has ended (see
-    /// [`Backend::blocker_gone`]); asked on the connection [`SqlDriver::who_blocks`] is.
-    async fn blocker_gone(&mut self, _blocker: &crate::events::Blocker) -> Option<bool> {
-        None
-    }
-
-    /// The setting that bounds a statement's wait for a table lock (`lock_timeout`,
-    /// `lock_wait_timeout`), for spotting a migration that sets its own: from that statement
-    /// on, the migration's value wins.
-    fn lock_timeout_setting(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// The table-lock timeout of a step sent statement by statement travels in each
-    /// statement's own message, as `lock_timeout_sql(.., local)` before it — never as a
-    /// session setting, which a transaction-pooling proxy neither keeps for the statement
-    /// nor takes away from the next client (PostgreSQL). Else it is set once for the session
-    /// before the step's statements (MySQL).
-    fn lock_timeout_in_each_message(&self) -> bool {
-        false
-    }
-
-    /// `error` refused a statement because it may not run inside a transaction block (and
-    /// the message it shared with its `SET LOCAL` was one): nothing of that message ran.
-    fn refused_in_a_transaction_block(&self, _error: &sqlx::Error) -> bool {
-        false
-    }
-
-    /// Returns the session to a clean state after a failed step: a step that opened its own
-    /// transaction block and failed inside it leaves the session refusing every statement
-    /// (PostgreSQL 25P02) until it is rolled back. Errors are ignored: there may be no
-    /// transaction to roll back, or no session left.
-    async fn clean_up_after_failure(&mut self) {
-        let _ = self.execute("ROLLBACK").await;
-    }
-
-    /// Called before a step that is not sent through [`SqlDriver::execute_atomically`]:
-    /// returns the session to the state it opened with, where the database can do that
-    /// without losing the lock (PostgreSQL).
-    async fn before_step(&mut self) -> Result<(), sqlx::Error> {
-        Ok(())
-    }
-
-    /// The schema (PostgreSQL), database (MySQL) or attached database (SQLite) the history
-    /// lives in, resolved once when the connection opened.
-    fn schema(&self) -> Option<&str>;
-
-    /// What the database can do (see [`Capabilities`]).
-    fn capabilities(&self) -> Capabilities;
-
-    /// What the server offers for locking, as learnt when the connection opened.
-    fn lock_support(&self) -> LockSupport;
-
-    fn session_lock(&mut self) -> Option<&mut dyn SessionLock> {
-        None
-    }
-
-    /// The connection a Rust migration receives.
-    fn connection(&mut self) -> Connection<'_>;
-
-    /// Points `error` at the line of the file where the driver can tell it from what the
-    /// database said about `statement`, which starts at `first_line` of the file.
-    fn locate(
-        &self,
-        _error: &mut crate::error::DatabaseError,
-        _statement: &str,
-        _first_line: usize,
-    ) {
-    }
-
-    async fn close(self: Box<Self>);
-}
-
-/// A second connection being opened ([`SqlDriver::open_sibling`]).
-pub(crate) type Sibling = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<Box<dyn SqlDriver>, sqlx::Error>> + Send>,
->;
+pub(crate) use driver::text_rows;
+pub(crate) use driver::{RecordFn, Sibling, SqlDriver};
+pub(crate) use error::{database_error, database_message, DriverError};
 
 /// A [`Backend`] for any SQL database, given its driver.
-pub(crate) struct SqlBackend<D> {
+pub(crate) struct SqlBackend<D: SqlDriver> {
     driver: D,
     connection: String,
     /// The history and meta tables, qualified with the schema resolved at connect.
@@ -233,7 +40,7 @@ pub(crate) struct SqlBackend<D> {
     /// A connection of our own that asks who blocks a statement while it waits for its table
     /// lock (afterwards the wait is over and the database can no longer say); opened the
     /// first time a step has a table-lock timeout.
-    observer: Option<Box<dyn SqlDriver>>,
+    observer: Option<Box<dyn SqlDriver<Error = D::Error>>>,
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
@@ -250,7 +57,7 @@ impl<D: SqlDriver> SqlBackend<D> {
         }
     }
 
-    fn history_error(&self, error: sqlx::Error) -> Error {
+    fn history_error(&self, error: D::Error) -> Error {
         Error::history(&self.connection, database_message(&error)).caused_by(error)
     }
 
@@ -439,8 +246,7 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
                 dialect.database_name(),
                 what.plural(),
                 match (dialect, what) {
-                    #[cfg(feature = "mysql")]
-                    (Dialect::Mysql, Namespaces::Schemas) => {
+                    (SqlDialect::MySql, Namespaces::Schemas) => {
                         "on MySQL/MariaDB a schema is a database; use --databases"
                     }
                     _ => "name the targets in a file (--targets) instead",
@@ -531,7 +337,7 @@ pub(crate) struct Atomic {
 /// The statement that makes `change`, given the step's measured duration (`None`: the
 /// database measures it, or there is nothing to measure).
 fn change_sql(
-    dialect: Dialect,
+    dialect: SqlDialect,
     names: &HistoryNames,
     change: &HistoryChange,
     elapsed: Option<std::time::Duration>,
@@ -543,110 +349,4 @@ fn change_sql(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn literals_are_escaped_per_dialect() {
-        assert_eq!(Dialect::Postgres.literal("it's"), "'it''s'");
-        assert_eq!(Dialect::Mysql.literal("a\\'b"), "'a\\\\''b'");
-        assert_eq!(Dialect::Mysql.ident("we`ird"), "`we``ird`");
-        assert_eq!(Dialect::Sqlite.ident("t"), "\"t\"");
-    }
-
-    #[test]
-    fn another_tools_table_is_read_quoted_and_as_text() {
-        assert_eq!(
-            Dialect::Postgres.read_table_sql(
-                "goose_db_version",
-                &["version_id", "is_applied"],
-                "id"
-            ),
-            "SELECT (\"version_id\")::text, (\"is_applied\")::text FROM \"goose_db_version\" ORDER BY \"id\""
-        );
-        assert_eq!(
-            Dialect::Mysql.read_table_sql("_sqlx_migrations", &["version", "success"], "version"),
-            "SELECT CAST(`version` AS CHAR), CAST(`success` AS CHAR) FROM `_sqlx_migrations` ORDER BY `version`"
-        );
-        // Names are quoted with their quotes doubled, whatever reaches here.
-        assert_eq!(
-            Dialect::Sqlite.read_table_sql("a\"b", &["v"], "v"),
-            "SELECT CAST(\"v\" AS TEXT) FROM \"a\"\"b\" ORDER BY \"v\""
-        );
-    }
-
-    #[test]
-    fn fresh_drops_views_before_tables() {
-        let objects = vec![
-            DbObject {
-                kind: "table".into(),
-                name: "a".into(),
-            },
-            DbObject {
-                kind: "view".into(),
-                name: "v".into(),
-            },
-        ];
-        let sql = Dialect::Postgres.drop_sql(None, &objects);
-        assert_eq!(
-            sql,
-            "DROP VIEW IF EXISTS \"v\" CASCADE;\nDROP TABLE IF EXISTS \"a\" CASCADE"
-        );
-    }
-
-    /// A step asked to check the session lock inside its own transaction, on a database
-    /// whose driver cannot (SQLite, which has no session lock), is refused before anything
-    /// of it runs: never run as if the check had passed.
-    #[tokio::test]
-    async fn a_step_asking_for_an_in_step_lock_check_the_driver_cannot_make_is_refused() {
-        use crate::backend::{Step, StepBody};
-        use crate::history::{HistoryChange, NewRecord, RecordState};
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite:{}", dir.path().join("guard.db").display());
-        let request = crate::backend::ConnectRequest {
-            name: "default".into(),
-            kind: crate::backend::BackendKind::Sqlite,
-            url: url.clone(),
-            operation: "migrate".into(),
-            connect_timeout: std::time::Duration::from_secs(5),
-            read_only: false,
-            init_sql: None,
-            history_table: "dirthara_migrations".into(),
-            schema: None,
-        };
-        let Ok(mut backend) = crate::backend::sqlite::connect(&request).await else {
-            panic!("cannot open {url}");
-        };
-        backend.prepare_history().await.unwrap();
-        let record = HistoryChange::Insert(NewRecord {
-            version: 1,
-            name: "t".into(),
-            checksum: "0".into(),
-            batch: 1,
-            state: RecordState::Applied,
-            duration_ms: None,
-            applied_by: "test".into(),
-        });
-        let step = Step {
-            body: StepBody::Text("CREATE TABLE t (id INT)", &Default::default()),
-            transactional: true,
-            record: Some(&record),
-            checks_lock: true,
-            lock_timeout: None,
-            resume_at: 0,
-        };
-        let failure = backend.run(step).await.unwrap_err();
-        assert!(failure.nothing_changed, "{failure:?}");
-        assert!(
-            failure
-                .error
-                .message
-                .contains("cannot check the session lock"),
-            "{failure:?}"
-        );
-        assert_eq!(backend.read_history().await.unwrap(), Some(vec![]));
-        let tables = backend.read_table("t", &["id"], "id").await.unwrap();
-        assert_eq!(tables, None, "the step ran");
-        backend.close().await;
-    }
-}
+mod tests;

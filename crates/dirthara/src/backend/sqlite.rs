@@ -8,10 +8,10 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use sqlx::{ConnectOptions, Connection, Either, Executor};
 
-use super::sql::{text_rows, Dialect, Sibling, SqlBackend, SqlDriver};
+use super::sql::{text_rows, Sibling, SqlBackend, SqlDialect, SqlDriver};
 use super::{connect_failure, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
 use crate::lock::LockSupport;
-use crate::source::sql::{split_statements, SqlDialect, Statement};
+use crate::source::sql::{split_statements, Statement};
 
 pub(crate) struct SqliteDriver {
     conn: SqliteConnection,
@@ -137,8 +137,10 @@ fn is_in_memory(url: &str) -> bool {
 
 #[async_trait]
 impl SqlDriver for SqliteDriver {
-    fn dialect(&self) -> Dialect {
-        Dialect::Sqlite
+    type Error = sqlx::Error;
+
+    fn dialect(&self) -> SqlDialect {
+        SqlDialect::Sqlite
     }
 
     /// Sends the text a batch of statements at a time (see [`BATCH_STATEMENTS`]), in order,
@@ -197,7 +199,7 @@ impl SqlDriver for SqliteDriver {
         self.failed_line
     }
 
-    fn open_sibling(&self) -> Sibling {
+    fn open_sibling(&self) -> Sibling<sqlx::Error> {
         // The sibling holds the lease: when another process is writing, an acquire attempt
         // should report "held" at once (SQLITE_BUSY), not wait out the 5 s busy timeout.
         let options = self.options.clone();
@@ -213,7 +215,7 @@ impl SqlDriver for SqliteDriver {
                 options,
                 init_sql,
                 failed_line: None,
-            }) as Box<dyn SqlDriver>)
+            }) as Box<dyn SqlDriver<Error = sqlx::Error>>)
         })
     }
 

@@ -15,7 +15,8 @@ use sqlx::{Executor, Row};
 
 use super::text_column;
 use super::waited_table::waited_table;
-use crate::backend::sql::Dialect;
+use crate::backend::sql::SqlDialect;
+use crate::backend::sql::SqlSyntax;
 use crate::events::Blocker;
 
 /// What every query below selects about the blocker, in this order: its process list row,
@@ -103,8 +104,8 @@ fn from_metadata_lock_info(waiting: i64, table: Option<&(String, String)>) -> St
     let on_table = match table {
         Some((schema, name)) => format!(
             "m.TABLE_SCHEMA = {} AND m.TABLE_NAME = {}",
-            Dialect::Mysql.literal(schema),
-            Dialect::Mysql.literal(name)
+            SqlDialect::MySql.literal(schema),
+            SqlDialect::MySql.literal(name)
         ),
         None => format!(
             "(m.TABLE_SCHEMA, m.TABLE_NAME) IN (SELECT TABLE_SCHEMA, TABLE_NAME \
@@ -183,7 +184,7 @@ pub(super) async fn gone(conn: &mut MySqlConnection, blocker: &Blocker) -> Optio
     let sql = format!(
         "SELECT COUNT(*) FROM information_schema.INNODB_TRX \
          WHERE trx_mysql_thread_id = {id} AND CAST(trx_started AS CHAR) = {}",
-        Dialect::Mysql.literal(started)
+        SqlDialect::MySql.literal(started)
     );
     let open: i64 = conn.fetch_one(sql.as_str()).await.ok()?.try_get(0).ok()?;
     Some(open == 0)

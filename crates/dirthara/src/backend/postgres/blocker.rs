@@ -7,7 +7,8 @@ use std::time::Duration;
 use sqlx::postgres::PgConnection;
 use sqlx::{Executor, Row};
 
-use crate::backend::sql::Dialect;
+use crate::backend::sql::SqlDialect;
+use crate::backend::sql::SqlSyntax;
 use crate::events::Blocker;
 
 /// The session blocking the one named `identity` (its `application_name`), and the table it
@@ -30,7 +31,7 @@ pub(super) async fn who_blocks(
          FROM pg_stat_activity a \
          WHERE a.pid IN (SELECT unnest(pg_blocking_pids(pid)) FROM waiting) \
          ORDER BY a.xact_start NULLS LAST LIMIT 1",
-        Dialect::Postgres.literal(identity)
+        SqlDialect::Postgres.literal(identity)
     );
     let row = conn.fetch_optional(sql.as_str()).await.ok()??;
     let text = |i: usize| row.try_get::<Option<String>, _>(i).ok().flatten();
@@ -54,7 +55,7 @@ pub(super) async fn gone(conn: &mut PgConnection, blocker: &Blocker) -> Option<b
     let sql = format!(
         "SELECT NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = {pid} \
          AND xact_start::text = {})",
-        Dialect::Postgres.literal(started)
+        SqlDialect::Postgres.literal(started)
     );
     conn.fetch_one(sql.as_str()).await.ok()?.try_get(0).ok()
 }

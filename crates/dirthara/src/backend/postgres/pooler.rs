@@ -26,7 +26,8 @@
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgRow};
 use sqlx::{Connection, Executor, Row};
 
-use super::super::sql::Dialect;
+use super::super::sql::SqlDialect;
+use crate::backend::sql::SqlSyntax;
 
 /// The session-level setting our tokens live in (a custom setting: any user may set it).
 const TOKEN_SETTING: &str = "dirthara.session_token";
@@ -91,7 +92,7 @@ async fn stamp(
     let sql = format!(
         "{}; SELECT set_config('{TOKEN_SETTING}', {}, false)",
         identity_sql(),
-        Dialect::Postgres.literal(&token)
+        SqlDialect::Postgres.literal(&token)
     );
     let rows = conn.fetch_all(sql.as_str()).await?;
     let row = rows
@@ -200,7 +201,7 @@ impl SessionCheck {
         key: i64,
         lock_match: &str,
     ) -> Result<bool, Suspect> {
-        let token = Dialect::Postgres.literal(&self.main.token);
+        let token = SqlDialect::Postgres.literal(&self.main.token);
         // The inner query (kept apart by OFFSET 0, so the planner cannot merge it into the
         // outer one) looks first; CASE then runs the lock function only in our session and
         // only when that session is not holding the lock already.
@@ -289,7 +290,7 @@ impl SessionCheck {
     pub(super) fn restamp_sql(&self) -> String {
         format!(
             "SELECT set_config('{TOKEN_SETTING}', {}, false)",
-            Dialect::Postgres.literal(&self.main.token)
+            SqlDialect::Postgres.literal(&self.main.token)
         )
     }
 
@@ -298,7 +299,7 @@ impl SessionCheck {
         format!(
             "pg_backend_pid() = {} AND coalesce(current_setting('{TOKEN_SETTING}', true), '') = {}",
             self.main.pid,
-            Dialect::Postgres.literal(&self.main.token)
+            SqlDialect::Postgres.literal(&self.main.token)
         )
     }
 }
@@ -320,7 +321,7 @@ async fn release_if_here(main: &mut PgConnection, stamp: &Stamp, key: i64) {
         "SELECT CASE WHEN pg_backend_pid() = {} AND current_setting('{TOKEN_SETTING}', true) = {} \
          THEN pg_advisory_unlock({key}) ELSE false END",
         stamp.pid,
-        Dialect::Postgres.literal(&stamp.token)
+        SqlDialect::Postgres.literal(&stamp.token)
     );
     let _ = main.execute(sql.as_str()).await;
 }

@@ -3,8 +3,10 @@
 
 use async_trait::async_trait;
 
-use super::{Dialect, SqlBackend, SqlDriver};
+use super::dialect::meta_table;
+use super::{SqlBackend, SqlDialect, SqlDriver};
 use crate::backend::history_tables::{HistoryTables, Known};
+use crate::backend::sql::{HistorySql, SqlSyntax};
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryDigest, RecordState, RecordedFailure};
 
@@ -15,7 +17,7 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
     }
 
     async fn existing(&mut self) -> Result<(bool, bool)> {
-        let meta = Dialect::meta_table(&self.names.table);
+        let meta = meta_table(&self.names.table);
         let sql = self.driver.dialect().existing_history_sql(&self.names);
         let rows = self
             .driver
@@ -142,9 +144,9 @@ impl<D: SqlDriver> SqlBackend<D> {
     }
 }
 
-/// The digest from its row of text (see [`Dialect::digest_sql`]); `None` when a column is
+/// The digest from its row of text (see [`SqlDialect::digest_sql`]); `None` when a column is
 /// not what the query makes.
-fn parse_digest(dialect: Dialect, row: &[Option<String>]) -> Option<HistoryDigest> {
+fn parse_digest(dialect: SqlDialect, row: &[Option<String>]) -> Option<HistoryDigest> {
     let records: u64 = row.first()?.as_deref()?.parse().ok()?;
     let newest = match row.get(1)?.as_deref() {
         Some(text) => Some(text.parse().ok()?),
@@ -154,15 +156,12 @@ fn parse_digest(dialect: Dialect, row: &[Option<String>]) -> Option<HistoryDiges
     let hashed = row.get(3)?.as_deref().unwrap_or_default();
     let hash = match dialect {
         // SQLite: the joined pairs, hashed here as the other servers hash them.
-        #[cfg(feature = "sqlite")]
-        Dialect::Sqlite => HistoryDigest::hash_pairs(hashed.split(',').map_while(|pair| {
+        SqlDialect::Sqlite => HistoryDigest::hash_pairs(hashed.split(',').map_while(|pair| {
             let (version, checksum) = pair.split_once(':')?;
             Some((version.parse().ok()?, checksum))
         })),
-        #[cfg(feature = "postgres")]
-        Dialect::Postgres => hashed.to_string(),
-        #[cfg(feature = "mysql")]
-        Dialect::Mysql => hashed.to_string(),
+        SqlDialect::Postgres => hashed.to_string(),
+        SqlDialect::MySql => hashed.to_string(),
     };
     Some(HistoryDigest {
         records,

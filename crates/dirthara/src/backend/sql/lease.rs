@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{Dialect, SqlDriver};
+use super::{DriverError, SqlDialect, SqlDriver};
+use crate::backend::sql::{CatalogSql, SqlSyntax};
 use crate::backoff::Backoff;
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::LOCK_NAME;
@@ -22,68 +23,68 @@ use crate::lock::{LeaseObservation, LeaseRecord, LeaseRequest, LeaseStore};
 /// enough that a file locked for good still fails with a clear error.
 const CREATE_PATIENCE: Duration = Duration::from_secs(15);
 
-pub(crate) struct SqlLeaseStore {
-    driver: Box<dyn SqlDriver>,
+pub(crate) struct SqlLeaseStore<E> {
+    driver: Box<dyn SqlDriver<Error = E>>,
     table: String,
     connection: String,
 }
 
-impl Dialect {
+/// The lease table's statements, per dialect.
+pub(crate) trait LeaseSql {
+    fn lease_now(self) -> &'static str;
+
+    fn lease_expiry(self, ttl: Duration) -> String;
+
+    /// True only for a lease whose expiry is a valid time in the past: a NULL (or, on SQLite,
+    /// non-numeric) expiry never matches, so a malformed lease stays held.
+    fn lease_expired(self) -> &'static str;
+
+    fn lease_live(self) -> &'static str;
+
+    fn lease_table_sql(self, table: &str) -> String;
+
+    fn lease_observe_sql(self, table: &str) -> String;
+}
+
+impl LeaseSql for SqlDialect {
     fn lease_now(self) -> &'static str {
         match self {
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => "julianday('now')",
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => "now()",
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => "UTC_TIMESTAMP(6)",
+            SqlDialect::Sqlite => "julianday('now')",
+            SqlDialect::Postgres => "now()",
+            SqlDialect::MySql => "UTC_TIMESTAMP(6)",
         }
     }
 
     fn lease_expiry(self, ttl: Duration) -> String {
         let ms = ttl.as_millis();
         match self {
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => format!("(julianday('now') + {ms} / 86400000.0)"),
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => format!("(now() + {ms} * interval '1 millisecond')"),
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => format!("(UTC_TIMESTAMP(6) + INTERVAL {} MICROSECOND)", ms * 1000),
+            SqlDialect::Sqlite => format!("(julianday('now') + {ms} / 86400000.0)"),
+            SqlDialect::Postgres => format!("(now() + {ms} * interval '1 millisecond')"),
+            SqlDialect::MySql => format!("(UTC_TIMESTAMP(6) + INTERVAL {} MICROSECOND)", ms * 1000),
         }
     }
 
-    /// True only for a lease whose expiry is a valid time in the past: a NULL (or, on SQLite,
-    /// non-numeric) expiry never matches, so a malformed lease stays held.
     fn lease_expired(self) -> &'static str {
         match self {
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at < julianday('now')",
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => "expires_at < now()",
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => "expires_at < UTC_TIMESTAMP(6)",
+            SqlDialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at < julianday('now')",
+            SqlDialect::Postgres => "expires_at < now()",
+            SqlDialect::MySql => "expires_at < UTC_TIMESTAMP(6)",
         }
     }
 
     fn lease_live(self) -> &'static str {
         match self {
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at >= julianday('now')",
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => "expires_at >= now()",
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => "expires_at >= UTC_TIMESTAMP(6)",
+            SqlDialect::Sqlite => "typeof(expires_at) = 'real' AND expires_at >= julianday('now')",
+            SqlDialect::Postgres => "expires_at >= now()",
+            SqlDialect::MySql => "expires_at >= UTC_TIMESTAMP(6)",
         }
     }
 
     fn lease_table_sql(self, table: &str) -> String {
         let ts = match self {
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => "REAL",
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => "TIMESTAMPTZ",
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => "DATETIME(6)",
+            SqlDialect::Sqlite => "REAL",
+            SqlDialect::Postgres => "TIMESTAMPTZ",
+            SqlDialect::MySql => "DATETIME(6)",
         };
         format!(
             "CREATE TABLE IF NOT EXISTS {} (id VARCHAR(64) NOT NULL PRIMARY KEY, \
@@ -95,20 +96,17 @@ impl Dialect {
 
     fn lease_observe_sql(self, table: &str) -> String {
         let (acquired, expires, remaining) = match self {
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => (
+            SqlDialect::Sqlite => (
                 "strftime('%Y-%m-%dT%H:%M:%SZ', acquired_at)".to_string(),
                 "CASE WHEN typeof(expires_at) = 'real' THEN strftime('%Y-%m-%dT%H:%M:%SZ', expires_at) ELSE CAST(expires_at AS TEXT) END".to_string(),
                 "CAST(CAST((expires_at - julianday('now')) * 86400000 AS INTEGER) AS TEXT)".to_string(),
             ),
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => (
+            SqlDialect::Postgres => (
                 self.timestamp_text("acquired_at"),
                 self.timestamp_text("expires_at"),
                 "((EXTRACT(EPOCH FROM (expires_at - now())) * 1000)::bigint)::text".to_string(),
             ),
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => (
+            SqlDialect::MySql => (
                 self.timestamp_text("acquired_at"),
                 self.timestamp_text("expires_at"),
                 "CAST(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at) DIV 1000 AS CHAR)".to_string(),
@@ -127,7 +125,7 @@ impl Dialect {
     }
 }
 
-impl SqlLeaseStore {
+impl<E: DriverError> SqlLeaseStore<E> {
     /// Opens the store on its own connection, creating the lease table if needed.
     ///
     /// Several runners may create the table at the same moment. On PostgreSQL the loser may
@@ -136,7 +134,7 @@ impl SqlLeaseStore {
     /// see SQLITE_BUSY. Neither means "held" nor a failure: what matters is that the table
     /// exists, so a busy file is retried (with jitter) for up to [`CREATE_PATIENCE`].
     pub(crate) async fn open(
-        mut driver: Box<dyn SqlDriver>,
+        mut driver: Box<dyn SqlDriver<Error = E>>,
         table: String,
         connection: String,
     ) -> Result<Self> {
@@ -151,8 +149,8 @@ impl SqlLeaseStore {
             let check = driver
                 .fetch_text(&dialect.existing_tables_sql(&[&table]))
                 .await;
-            let busy =
-                dialect.is_sqlite() && (is_busy(&error) || check.as_ref().is_err_and(is_busy));
+            let busy = (dialect == SqlDialect::Sqlite)
+                && (error.is_busy() || check.as_ref().is_err_and(E::is_busy));
             match check {
                 Ok(rows) if !rows.is_empty() => break,
                 _ if busy && started.elapsed() < CREATE_PATIENCE => {
@@ -168,11 +166,11 @@ impl SqlLeaseStore {
         })
     }
 
-    fn dialect(&self) -> Dialect {
+    fn dialect(&self) -> SqlDialect {
         self.driver.dialect()
     }
 
-    fn error(&self, error: sqlx::Error) -> Error {
+    fn error(&self, error: E) -> Error {
         lease_error(&self.connection, error)
     }
 
@@ -187,7 +185,7 @@ impl SqlLeaseStore {
 }
 
 /// What the database said about the lease table, kept as the error's `source()`.
-fn lease_error(connection: &str, error: sqlx::Error) -> Error {
+fn lease_error(connection: &str, error: impl DriverError) -> Error {
     Error::new(ErrorKind::LockFailed {
         lock: LOCK_NAME.to_string(),
         connection: connection.to_string(),
@@ -196,20 +194,8 @@ fn lease_error(connection: &str, error: sqlx::Error) -> Error {
     .caused_by(error)
 }
 
-/// SQLite answers a write while another process writes with SQLITE_BUSY (5, or an extended
-/// code whose low byte is 5): for an acquire attempt that means someone else is at work.
-fn is_busy(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::Database(db) => db
-            .code()
-            .and_then(|c| c.parse::<i64>().ok())
-            .is_some_and(|c| c & 0xff == 5),
-        _ => false,
-    }
-}
-
 #[async_trait]
-impl LeaseStore for SqlLeaseStore {
+impl<E: DriverError> LeaseStore for SqlLeaseStore<E> {
     async fn try_acquire(&mut self, request: &LeaseRequest) -> Result<bool> {
         let d = self.dialect();
         let t = d.ident(&self.table);
@@ -234,7 +220,7 @@ impl LeaseStore for SqlLeaseStore {
         match self.driver.execute_count(&take_expired).await {
             Ok(1) => return Ok(true),
             Ok(_) => {}
-            Err(error) if d.is_sqlite() && is_busy(&error) => return Ok(false),
+            Err(error) if (d == SqlDialect::Sqlite) && error.is_busy() => return Ok(false),
             Err(error) => return Err(self.error(error)),
         }
         let insert = format!(
@@ -250,8 +236,8 @@ impl LeaseStore for SqlLeaseStore {
         );
         match self.driver.execute_count(&insert).await {
             Ok(_) => Ok(true),
-            Err(sqlx::Error::Database(db)) if db.is_unique_violation() => Ok(false),
-            Err(error) if d.is_sqlite() && is_busy(&error) => Ok(false),
+            Err(error) if error.is_unique_violation() => Ok(false),
+            Err(error) if (d == SqlDialect::Sqlite) && error.is_busy() => Ok(false),
             Err(error) => Err(self.error(error)),
         }
     }
@@ -292,8 +278,8 @@ impl LeaseStore for SqlLeaseStore {
             match self.driver.fetch_text(&sql).await {
                 Ok(rows) => break rows,
                 Err(error)
-                    if self.dialect().is_sqlite()
-                        && is_busy(&error)
+                    if (self.dialect() == SqlDialect::Sqlite)
+                        && error.is_busy()
                         && started.elapsed() < CREATE_PATIENCE =>
                 {
                     tokio::time::sleep(crate::backoff::jittered(Duration::from_millis(50))).await;
@@ -342,8 +328,8 @@ impl LeaseStore for SqlLeaseStore {
             match self.driver.execute_count(&sql).await {
                 Ok(n) => return Ok(n > 0),
                 Err(error)
-                    if self.dialect().is_sqlite()
-                        && is_busy(&error)
+                    if (self.dialect() == SqlDialect::Sqlite)
+                        && error.is_busy()
                         && started.elapsed() < CREATE_PATIENCE =>
                 {
                     tokio::time::sleep(crate::backoff::jittered(Duration::from_millis(50))).await;
@@ -354,7 +340,7 @@ impl LeaseStore for SqlLeaseStore {
     }
 
     fn concurrent_renewal(&self) -> bool {
-        !self.dialect().is_sqlite()
+        !(self.dialect() == SqlDialect::Sqlite)
     }
 
     async fn close(self: Box<Self>) {

@@ -62,9 +62,9 @@ impl<D: SqlDriver> SqlBackend<D> {
 /// Every `every`, asks `observer` (opened the first time, from `opening`) who blocks the
 /// session `identity`, keeping the latest blocker named in `seen`, until the step ends (this future
 /// is then dropped). Without an observer the step still runs; only the blocker goes unnamed.
-async fn watch(
-    observer: &mut Option<Box<dyn SqlDriver>>,
-    mut opening: Option<super::Sibling>,
+async fn watch<E: super::DriverError>(
+    observer: &mut Option<Box<dyn SqlDriver<Error = E>>>,
+    mut opening: Option<super::Sibling<E>>,
     identity: &str,
     every: Duration,
     seen: &mut Option<(Option<String>, Blocker)>,

@@ -11,29 +11,18 @@
 use std::time::Duration;
 
 use super::script::{self, locate_in_step, Progress};
-use super::{change_sql, Atomic, Dialect, RecordFn, SqlBackend, SqlDriver};
-use crate::backend::{database_error, StepFailure};
+use super::{change_sql, Atomic, RecordFn, SqlBackend, SqlDriver};
+use super::{database_error, DriverError};
+use crate::backend::sql::SqlSyntax;
+use crate::backend::StepFailure;
 use crate::code::RustMigration;
 use crate::error::DatabaseError;
 use crate::history::HistoryChange;
 use crate::migration::{Direction, ParsedStep};
-use crate::source::sql::{split_statements, ClientScript, SqlDialect, Statement};
+use crate::source::sql::{split_statements, ClientScript, Statement};
 
-fn failed(error: sqlx::Error) -> StepFailure {
+fn failed(error: impl DriverError) -> StepFailure {
     StepFailure::new(database_error(error, None))
-}
-
-impl Dialect {
-    pub(crate) fn sql_dialect(self) -> SqlDialect {
-        match self {
-            #[cfg(feature = "postgres")]
-            Dialect::Postgres => SqlDialect::Postgres,
-            #[cfg(feature = "mysql")]
-            Dialect::Mysql => SqlDialect::MySql,
-            #[cfg(feature = "sqlite")]
-            Dialect::Sqlite => SqlDialect::Sqlite,
-        }
-    }
 }
 
 /// How a step sent statement by statement is sent.
@@ -58,7 +47,7 @@ impl<D: SqlDriver> SqlBackend<D> {
         transactional: bool,
         sending: Sending,
     ) -> Result<(), StepFailure> {
-        let dialect = self.driver.dialect().sql_dialect();
+        let dialect = self.driver.dialect();
         let client_script = parsed.get::<ClientScript>();
         let statements = match client_script {
             Some(script) => script.statements(),
@@ -120,7 +109,7 @@ impl<D: SqlDriver> SqlBackend<D> {
                 self.driver.execute(&sql).await.map_err(refused)?;
             }
         }
-        let mut progress = Progress::new(self.driver.dialect().sql_dialect(), wrapped);
+        let mut progress = Progress::new(self.driver.dialect(), wrapped);
         for (index, statement) in statements.iter().enumerate().skip(skipped) {
             let mut head = String::new();
             if in_each_message && !own_timeout {
@@ -230,7 +219,7 @@ impl<D: SqlDriver> SqlBackend<D> {
 
     /// The failure of step `text` sent whole, located where the database or the driver
     /// knows where.
-    fn step_failed(&self, error: sqlx::Error, text: &str) -> StepFailure {
+    fn step_failed(&self, error: D::Error, text: &str) -> StepFailure {
         let mut failure = StepFailure::new(database_error(error, Some((text, 0))));
         failure.error.line = (failure.error.line).or(self.driver.failed_statement_line());
         failure

@@ -1,0 +1,79 @@
+//! sqlx's errors, read into the facts dirthara keeps of what a database said: the SQL
+//! backends' [`DriverError`]. A driver that is not sqlx implements the same trait for its
+//! own error type.
+
+use super::DriverError;
+use crate::error::DatabaseError;
+
+impl DriverError for sqlx::Error {
+    fn facts(&self) -> (DatabaseError, Option<usize>) {
+        database_facts(self)
+    }
+
+    fn is_unique_violation(&self) -> bool {
+        matches!(self, sqlx::Error::Database(db) if db.is_unique_violation())
+    }
+
+    /// SQLite answers a write while another process writes with SQLITE_BUSY (5, or an
+    /// extended code whose low byte is 5).
+    fn is_busy(&self) -> bool {
+        match self {
+            sqlx::Error::Database(db) => db
+                .code()
+                .and_then(|c| c.parse::<i64>().ok())
+                .is_some_and(|c| c & 0xff == 5),
+            _ => false,
+        }
+    }
+}
+
+/// What the driver's error says, and the character position (1-based, in the text sent) at
+/// which the database located it, where it does.
+fn database_facts(error: &sqlx::Error) -> (DatabaseError, Option<usize>) {
+    let sqlx::Error::Database(db) = error else {
+        let mut facts = DatabaseError::from_message(error.to_string());
+        facts.connection_lost = matches!(error, sqlx::Error::Io(_) | sqlx::Error::Protocol(_));
+        return (facts, None);
+    };
+    let mut facts = DatabaseError::from_message(db.message());
+    facts.code = db.code().map(|c| c.into_owned());
+    facts.constraint = db.constraint().map(str::to_string);
+    facts.table = db.table().map(str::to_string);
+    #[cfg(feature = "postgres")]
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return postgres_facts(facts, pg);
+    }
+    #[cfg(feature = "mysql")]
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return (mysql_facts(facts, my), None);
+    }
+    (facts, None)
+}
+
+#[cfg(feature = "postgres")]
+fn postgres_facts(
+    mut facts: DatabaseError,
+    pg: &sqlx::postgres::PgDatabaseError,
+) -> (DatabaseError, Option<usize>) {
+    facts.detail = pg.detail().map(str::to_string);
+    facts.hint = pg.hint().map(str::to_string);
+    facts.context = pg.r#where().map(str::to_string);
+    // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
+    // and class 08 (connection exception) end the session.
+    facts.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
+    facts.lock_not_available = pg.code() == "55P03";
+    let position = match pg.position() {
+        Some(sqlx::postgres::PgErrorPosition::Original(position)) => Some(position),
+        _ => None,
+    };
+    (facts, position)
+}
+
+#[cfg(feature = "mysql")]
+fn mysql_facts(mut facts: DatabaseError, my: &sqlx::mysql::MySqlDatabaseError) -> DatabaseError {
+    facts.number = Some(i64::from(my.number()));
+    // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
+    facts.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
+    facts.lock_not_available = matches!(my.number(), 1205 | 3572);
+    facts
+}
