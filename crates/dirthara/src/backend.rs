@@ -34,6 +34,7 @@ mod sqlx_error;
 
 mod connect;
 mod history_tables;
+mod reading;
 mod reuse;
 #[cfg(any_backend)]
 pub(crate) use connect::ConnectFailure;
@@ -41,6 +42,7 @@ pub(crate) use connect::ConnectFailure;
 pub(crate) use connect::{connect_failure, run_init_sql};
 pub(crate) use connect::{ConnectRequest, Connector, UrlConnector};
 pub(crate) use history_tables::Prepared;
+pub(crate) use reading::read_steps;
 pub(crate) use reuse::ReusingConnector;
 #[cfg(sql)]
 pub(crate) use sql::{database_message, DriverError};

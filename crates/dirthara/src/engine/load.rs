@@ -8,7 +8,7 @@ use super::{Connections, Migrator};
 use crate::backend::BackendKind;
 use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::{EventKind, Warning};
-use crate::migration::{Direction, DownSteps, Migration, ParsedStep, StepFormat};
+use crate::migration::{Direction, DownSteps, Migration, StepFormat};
 use crate::source::load_sources;
 
 #[cfg(test)]
@@ -85,74 +85,21 @@ impl Migrator {
         Ok(migrations)
     }
 
-    /// Reads each step as the database it runs on would: a SQL file that controls its own
-    /// transaction is run as written (never wrapped) and bracketed by a `running` record; an
-    /// up step with nothing to run is refused, an empty or comment-only down step reverses
-    /// nothing; a MySQL `DELIMITER` script must split cleanly, and a JSON command file convert
-    /// to the documents MongoDB runs. Every malformed script is reported at once, before
-    /// anything runs. What a step was parsed into is kept with it ([`Migration::parsed_in`]):
-    /// its backend sends that, so each step is parsed once per process.
+    /// Reads each step as the database it runs on would ([`crate::backend::read_steps`]: a SQL
+    /// file that controls its own transaction is run as written, an up step with nothing to
+    /// run is refused, a MySQL `DELIMITER` script must split cleanly, a JSON command file
+    /// convert to the documents MongoDB runs), and each step's table-lock timeout directive.
+    /// Every problem is reported at once, before anything runs.
     fn read_as_their_database_would(
         &self,
         migrations: &mut [Migration],
         kinds: &BTreeMap<&str, BackendKind>,
     ) -> Result<()> {
-        use crate::source::sql as tokens;
         let mut problems = Vec::new();
         for migration in migrations.iter_mut() {
             problems.extend(check_table_lock_timeouts(migration));
-            let kind = kinds.get(migration.connection.as_str()).copied();
-            let dialect = match (
-                migration.format,
-                kind.and_then(|kind| kind.capabilities().sql_dialect),
-            ) {
-                (StepFormat::Sql, Some(dialect)) => dialect,
-                (StepFormat::MongoCommands, _) => {
-                    if let Some(down) = &mut migration.down {
-                        down.is_blank = crate::source::is_blank_commands(&down.text);
-                    }
-                    problems.extend(parse_commands(migration));
-                    continue;
-                }
-                _ => continue,
-            };
-            // Blank to every database is refused by the file rules; blank to this one (only
-            // MySQL `#` comments, say) only here, where the database is known.
-            if tokens::is_blank(migration.up(), dialect) {
-                problems.push(crate::error::Problem {
-                    file: PathBuf::from(&migration.origin),
-                    reason: crate::source::empty_up(migration.layout.map(|l| l.layout)),
-                });
-                continue;
-            }
-            let up = read_sql_step(dialect, &migration.origin, Direction::Up, migration.up());
-            match up {
-                Ok(read) => {
-                    if let Some(control) = read.own_transaction {
-                        migration.own_transaction.get_or_insert(control);
-                        migration.transactional = false;
-                    }
-                    migration.set_parsed(Direction::Up, read.parsed);
-                }
-                Err(problem) => problems.push(problem),
-            }
-            let mut down_parsed = None;
-            if let Some(down) = &mut migration.down {
-                let read = read_sql_step(dialect, &migration.origin, Direction::Down, &down.text);
-                match read {
-                    Ok(read) => {
-                        if let Some(control) = read.own_transaction {
-                            down.own_transaction.get_or_insert(control);
-                            down.transactional = false;
-                        }
-                        down_parsed = Some(read.parsed);
-                    }
-                    Err(problem) => problems.push(problem),
-                }
-                down.is_blank = tokens::is_blank(&down.text, dialect);
-            }
-            if let Some(parsed) = down_parsed {
-                migration.set_parsed(Direction::Down, parsed);
+            if let Some(&kind) = kinds.get(migration.connection.as_str()) {
+                problems.extend(crate::backend::read_steps(kind, migration));
             }
         }
         if problems.is_empty() {
@@ -211,32 +158,6 @@ impl Migrator {
     }
 }
 
-/// Every step of a JSON command migration as MongoDB will get it: each command converted from
-/// Extended JSON v2 by the parser the backend runs, so an invalid `$oid` or `$date` in
-/// migration 2 is refused with the other bad files, before migration 1 is applied. The
-/// documents are kept with the migration: the backend sends them without parsing again.
-fn parse_commands(migration: &mut Migration) -> Vec<crate::error::Problem> {
-    let down = (migration.down.as_ref())
-        .filter(|down| !down.is_blank)
-        .map(|down| (Direction::Down, down.text.as_str()));
-    let parsed: Vec<_> = [(Direction::Up, migration.up())]
-        .into_iter()
-        .chain(down)
-        .map(|(direction, text)| (direction, crate::backend::parse_commands(text)))
-        .collect();
-    let mut problems = Vec::new();
-    for (direction, parsed) in parsed {
-        match parsed {
-            Ok(parsed) => migration.set_parsed(direction, parsed),
-            Err(reason) => problems.push(crate::error::Problem {
-                file: PathBuf::from(&migration.origin),
-                reason: format!("{direction} step: {reason}"),
-            }),
-        }
-    }
-    problems
-}
-
 /// Each step's `-- dirthara:table-lock-timeout` read by the one parser of
 /// `table_lock_timeout`, so `5s`, `off` and every refusal mean what they mean in the file,
 /// the environment and the flags.
@@ -281,40 +202,4 @@ fn refuse_nul_in_code(migrations: &[Migration]) -> Result<()> {
     } else {
         Err(Error::new(ErrorKind::InvalidMigration { problems }))
     }
-}
-
-/// What loading learnt of one SQL step.
-struct SqlStepRead {
-    /// How it controls its own transaction (e.g. `` `COMMIT` at line 3 of the up step``), if
-    /// it does.
-    own_transaction: Option<String>,
-    /// A MySQL `DELIMITER` script's statements, split once here.
-    parsed: ParsedStep,
-}
-
-/// One SQL step as `dialect` reads it; `Err` why its MySQL `DELIMITER` script does not split.
-fn read_sql_step(
-    dialect: crate::source::sql::SqlDialect,
-    origin: &str,
-    direction: Direction,
-    text: &str,
-) -> std::result::Result<SqlStepRead, crate::error::Problem> {
-    use crate::source::sql::{self as tokens, ClientScript, SqlDialect};
-    let script = match dialect {
-        SqlDialect::MySql => ClientScript::parse(text).map_err(|reason| crate::error::Problem {
-            file: PathBuf::from(origin),
-            reason: format!("{direction} step: its DELIMITER script does not split: {reason}"),
-        })?,
-        _ => None,
-    };
-    let own_transaction = tokens::transaction_control(text, dialect).map(|found| {
-        format!(
-            "`{}` at line {} of the {direction} step",
-            found.keyword, found.line
-        )
-    });
-    Ok(SqlStepRead {
-        own_transaction,
-        parsed: script.map(ParsedStep::new).unwrap_or_default(),
-    })
 }
