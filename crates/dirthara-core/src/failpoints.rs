@@ -15,7 +15,7 @@
 //! | `lease_taken_while_held` | acquiring the lease reports it taken while another runner holds it |
 //! | `record_after_step` | a step that commits with its `applied` record commits alone; the record follows in a transaction of its own |
 //! | `lock_confirmed_blindly` | the lock check before (or, on PostgreSQL, inside) each migration always answers "still held" |
-//! | `lock_key_per_process` | the session lock is taken on a key of this process's own, which excludes nobody |
+//! | `lock_key_per_process` | the session lock is taken on a key of the connection's own (random), which excludes nobody, not even a runner in the same process |
 //! | `no_running_marker` | a step that cannot share a transaction with its record runs without its `running` marker; the `applied` record follows it |
 //! | `lease_released_whoever_holds_it` | releasing the lease deletes it whoever holds it |
 //!

@@ -120,10 +120,11 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
 /// Named locks are server-wide, so the key carries the database and history table:
 /// unrelated databases on one server do not wait on each other.
 fn lock_key(database: &str, table: &str) -> String {
-    // Planted fault (tests only): a name of this process's own, which excludes nobody.
+    // Planted fault (tests only): a name of this connection's own (random), which excludes
+    // nobody, not even another runner in the same process.
     dirthara_core::fail_point!("lock_key_per_process", |_| format!(
         "{LOCK_NAME}:{}",
-        std::process::id()
+        fastrand::u32(..)
     ));
     let readable = format!("{LOCK_NAME}:{database}.{table}");
     if readable.len() <= MAX_LOCK_NAME {

@@ -283,8 +283,9 @@ impl PgDriver {
 /// The advisory-lock key: 64 bits of SHA-256 over the lock name, database, schema and
 /// history table, so runners sharing a history exclude each other and nobody else.
 fn lock_key(database: &str, schema: &str, table: &str) -> i64 {
-    // Planted fault (tests only): a key of this process's own, which excludes nobody.
-    dirthara_core::fail_point!("lock_key_per_process", |_| i64::from(std::process::id()));
+    // Planted fault (tests only): a key of this connection's own (random), which excludes
+    // nobody, not even another runner in the same process.
+    dirthara_core::fail_point!("lock_key_per_process", |_| fastrand::i64(..));
     let digest = Sha256::digest(format!("{LOCK_NAME}\0{database}\0{schema}\0{table}").as_bytes());
     i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"))
 }

@@ -48,13 +48,13 @@ pub(crate) trait Target {
 }
 
 /// A migrations directory for one check, written for its target.
-struct Files<'t, T> {
+pub(crate) struct Files<'t, T> {
     dir: tempfile::TempDir,
     target: &'t T,
 }
 
 impl<'t, T: Target> Files<'t, T> {
-    fn new(target: &'t T) -> Self {
+    pub(crate) fn new(target: &'t T) -> Self {
         let dir = tempfile::Builder::new()
             .prefix("dirthara-conformance-")
             .tempdir()
@@ -62,18 +62,18 @@ impl<'t, T: Target> Files<'t, T> {
         Files { dir, target }
     }
 
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    fn write(&self, file: &str, text: &str) {
+    pub(crate) fn write(&self, file: &str, text: &str) {
         let path = self.path().join(file);
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
     }
 
     /// `<version>_<name>.up.<ext>` and `.down.<ext>`, or without `down` the irreversible
     /// `<version>_<name>.<ext>`.
-    fn add(&self, version: i64, name: &str, up: &str, down: Option<&str>) {
+    pub(crate) fn add(&self, version: i64, name: &str, up: &str, down: Option<&str>) {
         let ext = self.target.extension();
         match down {
             Some(down) => {
@@ -85,18 +85,18 @@ impl<'t, T: Target> Files<'t, T> {
     }
 
     /// A reversible migration creating `table`.
-    fn add_table(&self, version: i64, table: &str) {
+    pub(crate) fn add_table(&self, version: i64, table: &str) {
         let t = self.target;
         self.add(version, table, &t.create(table), Some(&t.drop(table)));
     }
 
     /// Replaces the up step of a reversible migration.
-    fn rewrite_up(&self, version: i64, name: &str, up: &str) {
+    pub(crate) fn rewrite_up(&self, version: i64, name: &str, up: &str) {
         let ext = self.target.extension();
         self.write(&format!("{version}_{name}.up.{ext}"), up);
     }
 
-    fn remove(&self, file: &str) {
+    pub(crate) fn remove(&self, file: &str) {
         std::fs::remove_file(self.path().join(file)).unwrap();
     }
 }
