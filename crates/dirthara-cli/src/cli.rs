@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use dirthara::config;
+use dirthara::cli_support as config;
 
 use crate::flags::SettingFlags;
 

@@ -159,8 +159,10 @@ pub(crate) fn wait_timeout(
     let Some(timeout) = timeout else {
         return Ok(None);
     };
-    let flag = dirthara::config::Origin::Named("--timeout");
-    Ok(Some(dirthara::config::WAIT_TIMEOUT.accept(timeout, flag)?))
+    let flag = dirthara::cli_support::Origin::Named("--timeout");
+    Ok(Some(
+        dirthara::cli_support::WAIT_TIMEOUT.accept(timeout, flag)?,
+    ))
 }
 
 pub(crate) fn rollback_scope(args: &RollbackArgs) -> RollbackScope {

@@ -1,10 +1,10 @@
-//! The settings' flags, made from the library's table of settings (`dirthara::config::SETTINGS`):
+//! The settings' flags, made from the library's table of settings (`dirthara::cli_support::SETTINGS`):
 //! one flag per row, named, documented and parsed as the row says, so a new setting is a flag
 //! without a line here.
 
 use clap::builder::PossibleValuesParser;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
-use dirthara::config::{FileForm, SettingRow, SETTINGS};
+use dirthara::cli_support::{FileForm, SettingRow, SETTINGS};
 
 /// The settings given as flags, in the table's order, each with its text as written.
 #[derive(Debug, Clone, Default)]
@@ -67,10 +67,10 @@ mod tests {
 
     #[test]
     fn every_setting_is_a_flag_and_a_value_it_cannot_parse_is_a_usage_error() {
-        for row in dirthara::config::SETTINGS {
+        for row in dirthara::cli_support::SETTINGS {
             let long = format!("--{}", row.flag);
             let args: Vec<&str> = match row.file_form {
-                dirthara::config::FileForm::Switch => vec!["dirthara", &long, "status"],
+                dirthara::cli_support::FileForm::Switch => vec!["dirthara", &long, "status"],
                 _ => vec![
                     "dirthara",
                     &long,

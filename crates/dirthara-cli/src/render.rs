@@ -74,7 +74,7 @@ fn warning_line(w: &dirthara::Warning) -> String {
 impl Renderer {
     /// `warning: environment variable DIRTHARA_X is not a dirthara setting; ...`: said in every
     /// output format (it is stderr), and under `-q`, since it means a setting was not applied.
-    pub(crate) fn unknown_setting(&self, unknown: &dirthara::config::UnknownVariable) {
+    pub(crate) fn unknown_setting(&self, unknown: &dirthara::cli_support::UnknownVariable) {
         stderr_line(&format!("{}: {unknown}", paint("warning", WARNING_STYLE)));
     }
 

@@ -4,7 +4,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use dirthara::config::{is_setting_variable, Origin};
+use dirthara::cli_support::{is_setting_variable, Origin};
 use dirthara::fleet::{FleetSettings, TargetSource};
 use dirthara::{Config, Error, Locking};
 
@@ -25,7 +25,7 @@ pub(crate) fn build_config(args: &GlobalArgs, renderer: &Renderer) -> Result<Con
         None => {}
     }
     let environment = environment()?;
-    for unknown in dirthara::config::unknown_variables(&environment) {
+    for unknown in dirthara::cli_support::unknown_variables(&environment) {
         renderer.unknown_setting(&unknown);
     }
     config.merge_env(environment)?;
@@ -92,7 +92,7 @@ fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
 /// `${VAR}`); a line it cannot read is an error naming the file, not silently skipped.
 fn environment() -> Result<Vec<(String, String)>, Error> {
     let mut vars = setting_variables(std::env::vars_os())?;
-    let text = match dirthara::config::read_config_file(Path::new(".env")) {
+    let text = match dirthara::cli_support::read_config_file(Path::new(".env")) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vars),
         Err(e) => {

@@ -35,7 +35,7 @@ use crate::error::{Error, Result};
 use crate::history::DEFAULT_HISTORY_TABLE;
 use crate::migration::DEFAULT_CONNECTION;
 
-/// Everything a [`Migrator`](crate::Migrator) needs to know.
+/// Everything a `dirthara::Migrator` needs to know.
 ///
 /// Built with [`Config::with_url`] (or `Default`) and then set field by field; new settings
 /// are added without breaking code written that way (the type is `#[non_exhaustive]`).
@@ -75,7 +75,7 @@ pub struct Config {
     /// SQL run on every session dirthara opens on a connection, by connection name, before
     /// the lock is taken and again whenever a session is reset between migrations.
     pub init_sql: BTreeMap<String, String>,
-    /// `[fleet]`: the targets commands run over, and how (see [`crate::fleet`]).
+    /// `[fleet]`: the targets commands run over, and how (see `dirthara::fleet`).
     pub fleet: FleetSettings,
 }
 

@@ -28,9 +28,8 @@ pub enum ErrorKind {
         lock: String,
         /// The connection the lock is taken on: the history connection.
         connection: String,
-        /// Who holds it, as [`LockHolder`](crate::LockHolder) prints; `None` when the
-        /// database could not tell.
-        holder: Option<String>,
+        /// Who holds it; `None` when the database could not tell.
+        holder: Option<crate::events::LockHolder>,
     },
     /// Taking or releasing the lock failed, or the backend cannot lock.
     LockFailed {
@@ -398,10 +397,7 @@ impl Error {
 
     pub fn invalid(file: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
         Error::new(ErrorKind::InvalidMigration {
-            problems: vec![Problem {
-                file: file.into(),
-                reason: reason.into(),
-            }],
+            problems: vec![Problem::new(file.into(), reason.into())],
         })
     }
 

@@ -13,10 +13,10 @@ mod json;
 mod tracing;
 
 pub use facts::{Blocker, LockHolder, Warning};
-use json::{serialize_at, serialize_ms, serialize_opt_ms};
+use json::{serialize_at, serialize_ms, serialize_opt_code, serialize_opt_ms};
 
 use crate::migration::Direction;
-use crate::vocabulary::{LockStrategy, Outcome};
+use crate::vocabulary::{Code, LockStrategy, Outcome};
 
 /// Something that happened during a command, when it happened, and on which target.
 ///
@@ -241,8 +241,11 @@ pub enum EventKind {
         /// Migrations reverted there.
         reverted: usize,
         /// The error's code, when it failed.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
+        #[serde(
+            serialize_with = "serialize_opt_code",
+            skip_serializing_if = "Option::is_none"
+        )]
+        error: Option<Code>,
         /// How long it took (`duration_ms` in JSON).
         #[serde(rename = "duration_ms", serialize_with = "serialize_ms")]
         duration: Duration,

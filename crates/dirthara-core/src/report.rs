@@ -28,7 +28,7 @@ pub struct RunReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recorded: Vec<StepReport>,
     /// Warnings found while planning (e.g. `OUT_OF_ORDER`); each was also sent as an
-    /// [`EventKind::Warning`](crate::EventKind::Warning).
+    /// [`EventKind::Warning`](crate::events::EventKind::Warning).
     pub warnings: Vec<Warning>,
     /// How the command was protected.
     pub lock: LockStrategy,

@@ -19,7 +19,7 @@ pub(crate) fn cut_at_char_boundary(text: &str, max_bytes: usize) -> &str {
     &text[..end]
 }
 
-/// [`cut_at_char_boundary`] in place.
+/// Cuts `text` in place to at most `max_bytes`, between characters.
 pub fn truncate_at_char_boundary(text: &mut String, max_bytes: usize) {
     let keep = cut_at_char_boundary(text, max_bytes).len();
     text.truncate(keep);

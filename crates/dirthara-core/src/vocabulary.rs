@@ -105,7 +105,7 @@ pub enum Operation {
     Migrate,
     /// `rollback` (and the CLI's `down`): reverse applied migrations, newest first.
     Rollback,
-    /// `to V` / [`Migrator::migrate_to`](crate::Migrator::migrate_to).
+    /// `to V` / `dirthara::Migrator::migrate_to`.
     To,
     /// `refresh`: reverse every applied migration, then apply all, under one lock.
     Refresh,

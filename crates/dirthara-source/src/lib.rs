@@ -21,10 +21,21 @@ use std::path::PathBuf;
 
 /// One bad file and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Problem {
     pub file: PathBuf,
     /// Why, and how to fix it.
     pub reason: String,
+}
+
+impl Problem {
+    /// `file` is refused because of `reason` (which says how to fix it).
+    pub fn new(file: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Problem {
+            file: file.into(),
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Why migrations could not be loaded.

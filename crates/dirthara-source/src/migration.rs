@@ -65,6 +65,7 @@ impl StepFormat {
 /// file's own line: a dbmate or goose section starts below its marker, and goose's
 /// `StatementBegin`/`StatementEnd` lines are left out of the text the step runs.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct StepSource {
     /// The file the step is in (an embedded or code migration: its description).
     pub file: String,
@@ -202,6 +203,7 @@ pub enum DownSteps {
 
 /// A migration's reverse step, and how it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DownStep {
     /// SQL text, or JSON commands.
     pub text: String,

@@ -39,6 +39,16 @@ pub enum Tool {
     Flyway,
 }
 
+fn serialize_tool<S: serde::Serializer>(tool: &Tool, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(tool.name())
+}
+
+impl std::fmt::Display for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Tool {
     /// Every tool, as `--from` names it.
     pub const NAMES: [&'static str; 7] = [
@@ -132,7 +142,7 @@ impl AdoptSource {
     /// `--from-table` must be a plain identifier: it is spliced into SQL (quoted).
     pub fn check(&self) -> Result<()> {
         let name = self.table();
-        if crate::config::is_plain_identifier(name, 63) {
+        if dirthara_core::config::is_plain_identifier(name, 63) {
             Ok(())
         } else {
             Err(Error::config(format!(
@@ -164,8 +174,9 @@ pub struct AdoptedRecord {
 pub struct AdoptionReport {
     /// Always [`Operation::Baseline`](crate::Operation::Baseline).
     pub operation: crate::vocabulary::Operation,
-    /// The tool adopted from, as [`Tool::name`] gives it.
-    pub from: String,
+    /// The tool adopted from (in JSON, as [`Tool::name`] gives it).
+    #[serde(serialize_with = "serialize_tool")]
+    pub from: Tool,
     /// The tool's table that was read (and left untouched).
     pub table: String,
     /// True for `preview baseline --from`: nothing was written.
@@ -195,7 +206,7 @@ impl AdoptionReport {
     ) -> Self {
         AdoptionReport {
             operation: crate::vocabulary::Operation::Baseline,
-            from: source.tool.name().into(),
+            from: source.tool,
             table: source.table().into(),
             preview: held.is_none(),
             notice: held

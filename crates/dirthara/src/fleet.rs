@@ -18,8 +18,8 @@ mod targets;
 
 use std::time::Duration;
 
-pub use crate::config::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
 pub use crate::vocabulary::Outcome;
+pub use dirthara_core::config::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
 pub use report::{FleetReport, FleetStatus, FleetTotals, TargetReport, TargetStatus};
 
 use crate::engine::Migrator;
@@ -63,6 +63,14 @@ impl FleetCommand {
             FleetCommand::Run(_) | FleetCommand::Baseline(_) | FleetCommand::Resolve(..)
         )
     }
+}
+
+/// A command as reports name it: `migrate`, `status`, ...
+fn serialize_command<S: serde::Serializer>(
+    command: &FleetCommand,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.serialize_str(command.name())
 }
 
 /// One command over many targets. Built from a [`Migrator`] whose configuration every target

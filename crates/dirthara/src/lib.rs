@@ -78,8 +78,27 @@
 #[cfg(test)]
 extern crate self as dirthara;
 
+/// Configuration: [`Config`] and the types and bounds of its settings (the fleet's are in
+/// [`fleet`]).
+pub mod config {
+    pub use dirthara_core::config::{
+        parse_duration, Config, Layout, LockWait, Locking, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL,
+    };
+}
+
+/// What the `dirthara` command line needs beyond the embedding API, in one place: the table
+/// of settings its flags are made from (each row's names, parser, default and help line),
+/// the typed parsers of the settings a flag of its own reads, how the environment is read
+/// (which variables are settings, which are typos of one), and the configuration files'
+/// size cap. An application embedding the library does not need it.
+pub mod cli_support {
+    pub use dirthara_core::config::{
+        check_jobs, is_setting_variable, read_config_file, unknown_variables, FileForm, Origin,
+        Setting, SettingRow, UnknownVariable, MAX_CONFIG_FILE_BYTES, SETTINGS, WAIT_TIMEOUT,
+    };
+}
+
 // The layers below, from dirthara-core, under the names the modules here use.
-pub use dirthara_core::config;
 use dirthara_core::{
     backoff, error, events, format, history, kind, lock, migration, plan, redact, report,
     vocabulary,

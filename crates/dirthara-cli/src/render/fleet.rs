@@ -15,7 +15,7 @@ impl Renderer {
             OutputFormat::Human => {}
         }
         // `-q` keeps what a read-only command is for; of a changing one, only its errors.
-        let reads = matches!(report.operation.as_str(), "status" | "preview" | "wait");
+        let reads = matches!(report.operation.name(), "status" | "preview" | "wait");
         if self.quiet && !reads {
             return;
         }

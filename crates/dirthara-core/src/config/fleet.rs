@@ -71,6 +71,7 @@ impl fmt::Debug for Target {
 /// name hashes to, so the split is stable: the same targets land in the same shard on every
 /// host and every run, however the list is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Shard {
     /// From 1 to `count`.
     pub index: u32,
@@ -172,6 +173,29 @@ impl Default for FleetOptions {
             canary: 0,
             max_failures: Some(1),
             shard: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_split_a_fleet_stably_and_completely() {
+        let names: Vec<String> = (0..3000).map(|i| format!("tenant_{i}")).collect();
+        let shards: Vec<Shard> = (1..=3).map(|i| Shard { index: i, count: 3 }).collect();
+        for name in &names {
+            let owners = shards.iter().filter(|s| s.holds(name)).count();
+            assert_eq!(owners, 1, "{name} belongs to exactly one shard");
+        }
+        for shard in &shards {
+            let mine = names.iter().filter(|n| shard.holds(n)).count();
+            assert!((900..1100).contains(&mine), "shard {shard}: {mine} of 3000");
+        }
+        assert_eq!(Shard::parse(" 3/3 ").unwrap(), shards[2]);
+        for bad in ["0/3", "4/3", "1/0", "x/3", "3"] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
         }
     }
 }

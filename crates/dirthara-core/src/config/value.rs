@@ -95,6 +95,7 @@ pub const MAX_WAIT: Duration = Duration::from_secs(30 * 24 * 3600);
 
 /// Where a setting's value was written, as its errors name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Origin<'a> {
     /// `key` in the configuration file `file`: ``dirthara.toml: `lock_ttl` ``.
     File {
@@ -132,6 +133,7 @@ impl fmt::Display for Origin<'_> {
 /// assert!(error.to_string().starts_with("--lock-ttl: a lease of 1s is shorter"));
 /// # Ok::<(), dirthara_core::Error>(())
 /// ```
+#[non_exhaustive]
 pub struct Setting<T> {
     /// The key in `dirthara.toml`.
     pub key: &'static str,

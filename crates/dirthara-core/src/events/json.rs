@@ -26,3 +26,13 @@ pub(super) fn serialize_at<S: serde::Serializer>(at: &SystemTime, s: S) -> Resul
 pub(super) fn serialize_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_millis() as u64)
 }
+
+pub(super) fn serialize_opt_code<S: serde::Serializer>(
+    code: &Option<Code>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match code {
+        Some(code) => s.serialize_str(code.as_str()),
+        None => s.serialize_none(),
+    }
+}

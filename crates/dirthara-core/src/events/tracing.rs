@@ -2,6 +2,7 @@
 //! lock waits and warnings at `WARN`, the rest at `INFO`, with the facts as fields.
 
 use super::{Event, EventKind, EventSink};
+use crate::vocabulary::Code;
 
 impl EventSink {
     /// Forwards every event to [`tracing`] (target `dirthara`): lock waits and warnings at
@@ -147,7 +148,7 @@ fn trace_event(event: &Event) {
             fleet_target = event.target.as_deref().unwrap_or_default(),
             %outcome,
             applied,
-            error = error.as_deref().unwrap_or_default(),
+            error = error.map(Code::as_str).unwrap_or_default(),
             duration_ms = duration.as_millis() as u64,
             "target finished"
         ),

@@ -46,7 +46,7 @@ pub trait SessionLock: Send {
     }
 
     /// True when the `running` marker written before a step can carry the lock check:
-    /// written with [`Backend::record_guarded`](crate::backend::Backend::record_guarded), the
+    /// written with the backend's `record_guarded`, the
     /// marker is written only if this session holds the lock, asked in the same message, so
     /// no separate check is needed before a step bracketed by one (a round trip less per
     /// migration on a database whose DDL cannot share a transaction with its record).

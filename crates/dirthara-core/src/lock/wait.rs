@@ -1,5 +1,5 @@
 //! The one wait loop, for both strategies: try, and between tries report the holder (every
-//! [`HOLDER_REPORT_INTERVAL`]) and pause the way the primitive pauses best.
+//! `HOLDER_REPORT_INTERVAL`) and pause the way the primitive pauses best.
 //!
 //! A wait ends by its deadline (a pause is given no more than the time left), so once this
 //! returns `MIGRATION_LOCK_HELD` no attempt is left in flight. A shutdown signal cuts a pause
@@ -70,7 +70,7 @@ pub async fn contend(contender: &mut dyn Contender, waiting: &Waiting<'_>) -> Re
             let held = Error::new(ErrorKind::LockHeld {
                 lock: LOCK_NAME.to_string(),
                 connection: waiting.connection.to_string(),
-                holder: holder.map(|h| h.to_string()),
+                holder,
             });
             return Err(after_wait(held, waiting.wait, started.elapsed()));
         }

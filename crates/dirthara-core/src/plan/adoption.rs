@@ -37,12 +37,24 @@ pub struct Through {
 
 /// An entry the other tool left failed or dirty, with that tool's own way out.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ForeignFailure {
     pub version: i64,
     /// `dirty` (golang-migrate) or `failed` (sqlx, Flyway).
     pub state: String,
     /// How to clear it, in that tool's terms.
     pub fix: String,
+}
+
+impl ForeignFailure {
+    /// Migration `version`, left `state` by the other tool, cleared as `fix` says.
+    pub fn new(version: i64, state: impl Into<String>, fix: impl Into<String>) -> Self {
+        ForeignFailure {
+            version,
+            state: state.into(),
+            fix: fix.into(),
+        }
+    }
 }
 
 /// What `baseline --from` records: every adopted migration, as one batch.
@@ -59,6 +71,7 @@ pub struct AdoptionPlan<'a> {
 
 /// Why adoption was refused, before anything was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AdoptionRefusal {
     /// dirthara's history already has records (a second `baseline --from`).
     HistoryNotEmpty { records: usize, newest: i64 },

@@ -77,15 +77,15 @@ pub(super) fn parse(
                 if flag(tool, table, col(row, 1).as_deref(), "success")? {
                     history.applied.insert(v);
                 } else if history.failed.is_none() {
-                    history.failed = Some(ForeignFailure {
-                        version: v,
-                        state: "failed (success = false)".into(),
-                        fix: format!(
+                    history.failed = Some(ForeignFailure::new(
+                        v,
+                        "failed (success = false)",
+                        format!(
                             "Make the schema match that migration's file by hand (or undo its \
                              partial changes), delete its row (`DELETE FROM {table} WHERE version \
                              = {v}`) and run `sqlx migrate run`"
                         ),
-                    });
+                    ));
                 }
             }
         }
@@ -100,15 +100,15 @@ pub(super) fn parse(
             if let Some(row) = rows.first() {
                 let v = version(tool, table, col(row, 0).as_deref())?;
                 if flag(tool, table, col(row, 1).as_deref(), "dirty")? {
-                    history.failed = Some(ForeignFailure {
-                        version: v,
-                        state: "dirty".into(),
-                        fix: format!(
+                    history.failed = Some(ForeignFailure::new(
+                        v,
+                        "dirty",
+                        format!(
                             "Finish or undo migration {v} by hand, then clear the flag with \
                              `migrate force {v}` (its changes are in place) or `migrate force` \
                              with the version before it (they are not)"
                         ),
-                    });
+                    ));
                 }
                 history.through = Some(Through {
                     version: v,
@@ -188,12 +188,13 @@ fn parse_flyway(
             }
         }
     }
-    history.failed = failed.first().map(|&v| ForeignFailure {
-        version: v,
-        state: "failed (success = false)".into(),
-        fix: "Undo that migration's partial changes by hand, run `flyway repair` (it removes the \
-              failed entry) and `flyway migrate`"
-            .into(),
+    history.failed = failed.first().map(|&v| {
+        ForeignFailure::new(
+            v,
+            "failed (success = false)",
+            "Undo that migration's partial changes by hand, run `flyway repair` (it removes the \
+              failed entry) and `flyway migrate`",
+        )
     });
     Ok(())
 }

@@ -29,10 +29,10 @@ pub(crate) fn read_steps(kind: BackendKind, migration: &mut Migration) -> Vec<Pr
     // Blank to every database is refused by the file rules; blank to this one (only
     // MySQL `#` comments, say) only here, where the database is known.
     if tokens::is_blank(migration.up(), dialect) {
-        problems.push(Problem {
-            file: PathBuf::from(&migration.origin),
-            reason: crate::source::empty_up(migration.layout.map(|l| l.layout)),
-        });
+        problems.push(Problem::new(
+            PathBuf::from(&migration.origin),
+            crate::source::empty_up(migration.layout.map(|l| l.layout)),
+        ));
         return problems;
     }
     let up = read_sql_step(dialect, &migration.origin, Direction::Up, migration.up());
@@ -84,10 +84,10 @@ fn parse_commands(migration: &mut Migration) -> Vec<Problem> {
     for (direction, parsed) in parsed {
         match parsed {
             Ok(parsed) => migration.set_parsed(direction, parsed),
-            Err(reason) => problems.push(Problem {
-                file: PathBuf::from(&migration.origin),
-                reason: format!("{direction} step: {reason}"),
-            }),
+            Err(reason) => problems.push(Problem::new(
+                PathBuf::from(&migration.origin),
+                format!("{direction} step: {reason}"),
+            )),
         }
     }
     problems
@@ -111,9 +111,11 @@ fn read_sql_step(
 ) -> std::result::Result<SqlStepRead, Problem> {
     use crate::source::sql::{self as tokens, ClientScript, SqlDialect};
     let script = match dialect {
-        SqlDialect::MySql => ClientScript::parse(text).map_err(|reason| Problem {
-            file: PathBuf::from(origin),
-            reason: format!("{direction} step: its DELIMITER script does not split: {reason}"),
+        SqlDialect::MySql => ClientScript::parse(text).map_err(|reason| {
+            Problem::new(
+                PathBuf::from(origin),
+                format!("{direction} step: its DELIMITER script does not split: {reason}"),
+            )
         })?,
         _ => None,
     };

@@ -18,13 +18,13 @@ use tokio::time::Instant;
 use super::session::Session;
 use super::step::{Attempt, Bracket, Prepared};
 use crate::backoff::Backoff;
-use crate::config::{Origin, TABLE_LOCK_TIMEOUT};
 use crate::events::EventKind;
 use crate::kind::Capabilities;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration};
 use crate::plan::retry::{self, Giving, Next, Retried, SoFar, StepShape};
 use crate::source::sql::{has_keyword, split_statements};
+use dirthara_core::config::{Origin, TABLE_LOCK_TIMEOUT};
 
 /// The first pause after an attempt that gave way, and the longest.
 const FIRST_PAUSE: Duration = Duration::from_millis(500);

@@ -166,12 +166,14 @@ fn check_table_lock_timeouts(migration: &Migration) -> Vec<crate::error::Problem
         .into_iter()
         .filter_map(|direction| {
             let text = migration.table_lock_timeout_in(direction)?;
-            let origin = crate::config::Origin::Named("`-- dirthara:table-lock-timeout`");
-            let error = crate::config::TABLE_LOCK_TIMEOUT.read(text, origin).err()?;
-            Some(crate::error::Problem {
-                file: PathBuf::from(&migration.origin),
-                reason: format!("{direction} step: {error}"),
-            })
+            let origin = dirthara_core::config::Origin::Named("`-- dirthara:table-lock-timeout`");
+            let error = dirthara_core::config::TABLE_LOCK_TIMEOUT
+                .read(text, origin)
+                .err()?;
+            Some(crate::error::Problem::new(
+                PathBuf::from(&migration.origin),
+                format!("{direction} step: {error}"),
+            ))
         })
         .collect()
 }
@@ -190,10 +192,10 @@ fn refuse_nul_in_code(migrations: &[Migration]) -> Result<()> {
         ];
         for (what, text) in steps {
             if let Err(reason) = refuse_nul(text.unwrap_or_default()) {
-                problems.push(crate::error::Problem {
-                    file: PathBuf::from(&migration.origin),
-                    reason: format!("{what} {reason}"),
-                });
+                problems.push(crate::error::Problem::new(
+                    PathBuf::from(&migration.origin),
+                    format!("{what} {reason}"),
+                ));
             }
         }
     }

@@ -214,8 +214,9 @@ impl fmt::Display for FleetStatus {
 #[derive(Debug, Clone, Serialize)]
 #[non_exhaustive]
 pub struct FleetReport {
-    /// The command: `migrate`, `status`, ...
-    pub operation: String,
+    /// The command (`operation` in JSON: `migrate`, `status`, ...).
+    #[serde(serialize_with = "super::serialize_command")]
+    pub operation: super::FleetCommand,
     /// Every target, in the order they were given.
     pub targets: Vec<TargetReport>,
     /// How many ended each way.

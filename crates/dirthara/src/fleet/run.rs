@@ -121,7 +121,7 @@ pub(super) async fn run(
         FleetStatus::of(&reports, latest)
     });
     Ok(FleetReport {
-        operation: command.name().to_string(),
+        operation: command,
         totals: FleetTotals::of(&reports),
         targets: reports,
         status,
@@ -303,7 +303,7 @@ async fn run_target(
         outcome: report.outcome,
         applied: report.applied.len(),
         reverted: report.reverted.len(),
-        error: report.error.as_ref().map(|e| e.code().as_str().to_string()),
+        error: report.error.as_ref().map(|e| e.code()),
         duration: started.elapsed(),
     });
     Ended::Done(Box::new(report))
@@ -332,7 +332,9 @@ fn failed(name: &str, error: Error) -> TargetReport {
 /// Who holds the lock, as a `MIGRATION_LOCK_HELD` error says.
 fn holder_of(error: &Error) -> Option<String> {
     match error.kind() {
-        crate::error::ErrorKind::LockHeld { holder, .. } => holder.clone(),
+        crate::error::ErrorKind::LockHeld { holder, .. } => {
+            holder.as_ref().map(ToString::to_string)
+        }
         _ => None,
     }
 }

@@ -285,7 +285,6 @@ fn class_matches(pattern: &[char], c: char) -> Option<(bool, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Shard;
 
     #[test]
     fn globs_match_as_shells_do() {
@@ -366,24 +365,6 @@ mod tests {
         ];
         for (url, database, expected) in cases {
             assert_eq!(with_database(url, database).unwrap(), expected);
-        }
-    }
-
-    #[test]
-    fn shards_split_a_fleet_stably_and_completely() {
-        let names: Vec<String> = (0..3000).map(|i| format!("tenant_{i}")).collect();
-        let shards: Vec<Shard> = (1..=3).map(|i| Shard { index: i, count: 3 }).collect();
-        for name in &names {
-            let owners = shards.iter().filter(|s| s.holds(name)).count();
-            assert_eq!(owners, 1, "{name} belongs to exactly one shard");
-        }
-        for shard in &shards {
-            let mine = names.iter().filter(|n| shard.holds(n)).count();
-            assert!((900..1100).contains(&mine), "shard {shard}: {mine} of 3000");
-        }
-        assert_eq!(Shard::parse(" 3/3 ").unwrap(), shards[2]);
-        for bad in ["0/3", "4/3", "1/0", "x/3", "3"] {
-            assert!(Shard::parse(bad).is_err(), "{bad}");
         }
     }
 }
