@@ -44,39 +44,13 @@ pub fn format_duration(duration: Duration) -> String {
 /// assert_eq!(dirthara_core::format_timestamp(at), "2000-02-29T00:00:00.000007Z");
 /// ```
 pub fn format_timestamp(at: SystemTime) -> String {
+    // humantime writes years 1970 to 9999; a clock set outside them is written at the edge.
+    const LAST: Duration = Duration::from_micros(253_402_300_799_999_999);
     let since_epoch = at
         .duration_since(SystemTime::UNIX_EPOCH)
-        .unwrap_or_default();
-    let secs = since_epoch.as_secs();
-    let (days, second_of_day) = (secs / 86_400, secs % 86_400);
-    let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
-        second_of_day / 3600,
-        second_of_day % 3600 / 60,
-        second_of_day % 60,
-        since_epoch.subsec_micros()
-    )
-}
-
-/// The proleptic Gregorian date `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`,
-/// for days on or after the epoch).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let day_of_era = z % 146_097;
-    let year_of_era =
-        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let shifted_month = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
-    let month = if shifted_month < 10 {
-        shifted_month + 3
-    } else {
-        shifted_month - 9
-    };
-    let year = year_of_era + era * 400 + u64::from(month <= 2);
-    (year, month, day)
+        .unwrap_or_default()
+        .min(LAST);
+    humantime::format_rfc3339_micros(SystemTime::UNIX_EPOCH + since_epoch).to_string()
 }
 
 #[cfg(test)]
@@ -100,6 +74,7 @@ mod tests {
             format_timestamp(before_epoch),
             "1970-01-01T00:00:00.000000Z"
         );
+        assert_eq!(at(253_402_400_000, 0), "9999-12-31T23:59:59.999999Z");
     }
 
     #[test]

@@ -174,31 +174,25 @@ fn check(targets: &[Target], source: &TargetSource) -> Result<()> {
     Ok(())
 }
 
-/// `url` with its database (the path) replaced by `database`, keeping everything else.
+/// `url` with its database (the path) replaced by `database`, keeping everything else; the
+/// name is percent-encoded as one path segment.
 fn with_database(url: &str, database: &str) -> Result<String> {
-    let (base, query) = match url.split_once('?') {
-        Some((base, query)) => (base, format!("?{query}")),
-        None => (url, String::new()),
-    };
-    let Some(authority_at) = base.find("://").map(|i| i + 3) else {
-        return Err(Error::config(format!(
+    let refused = || {
+        Error::config(format!(
             "`{}`: --databases needs a server URL (scheme://host/database)",
             redact_url(url)
-        )));
+        ))
     };
-    let path_at = base[authority_at..]
-        .find('/')
-        .map_or(base.len(), |i| i + authority_at);
-    let encoded: String = database
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    Ok(format!("{}/{encoded}{query}", &base[..path_at]))
+    let mut parsed = url::Url::parse(url).map_err(|_| refused())?;
+    if !parsed.has_host() {
+        return Err(refused());
+    }
+    parsed
+        .path_segments_mut()
+        .map_err(|()| refused())?
+        .clear()
+        .push(database);
+    Ok(parsed.into())
 }
 
 /// Whether `name` matches the glob `pattern`: `*` any run of characters, `?` one, `[abc]`,
@@ -366,5 +360,15 @@ mod tests {
         for (url, database, expected) in cases {
             assert_eq!(with_database(url, database).unwrap(), expected);
         }
+    }
+
+    #[test]
+    fn a_database_name_is_one_encoded_path_segment_and_a_url_without_a_host_is_refused() {
+        assert_eq!(
+            with_database("postgres://h:5432/app?x=1#f", "a/b?c#d").unwrap(),
+            "postgres://h:5432/a%2Fb%3Fc%23d?x=1#f"
+        );
+        let error = with_database("sqlite:app.db", "t1").unwrap_err();
+        assert!(error.to_string().contains("needs a server URL"), "{error}");
     }
 }
