@@ -85,4 +85,41 @@ mod tests {
         assert_eq!(error.exit_code(), 2);
         assert!(error.to_string().contains("expected a duration"), "{error}");
     }
+
+    /// The README's configuration section names every setting by its key, its environment
+    /// variable and its flag, and `--help` shows each row's help line: a row added to the
+    /// table without its documentation fails here.
+    #[test]
+    fn every_setting_is_documented_where_users_look() {
+        let readme = include_str!("../../../README.md");
+        let start = readme
+            .find("## Configuration")
+            .expect("a Configuration section");
+        let section = &readme[start..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+        let cli_reference = &readme[readme.find("## CLI reference").expect("a CLI reference")..];
+        let help = <Cli as clap::CommandFactory>::command()
+            .render_long_help()
+            .to_string();
+        for row in dirthara::cli_support::SETTINGS {
+            assert!(
+                section.contains(&format!("{} =", row.key)),
+                "README: `{} =`",
+                row.key
+            );
+            assert!(section.contains(row.env), "README: {}", row.env);
+            assert!(
+                cli_reference.contains(&format!("--{}", row.flag)),
+                "README: --{}",
+                row.flag
+            );
+            let first_words: String = row
+                .doc
+                .split_whitespace()
+                .take(4)
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(help.contains(&first_words), "--help: {first_words}");
+        }
+    }
 }

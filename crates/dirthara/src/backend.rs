@@ -7,11 +7,11 @@
 
 use async_trait::async_trait;
 
-use crate::code::RustMigration;
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::LockHost;
 use crate::migration::{Direction, ParsedStep};
+use crate::rust_migration::RustMigration;
 
 #[cfg(test)]
 pub(crate) mod memory;

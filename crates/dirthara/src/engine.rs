@@ -20,7 +20,6 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnector};
-use crate::code::RustMigration;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::EventSink;
@@ -28,6 +27,7 @@ use crate::history::AppliedMigration;
 use crate::lock::resolve_strategy;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::PlanOptions;
+use crate::rust_migration::RustMigration;
 
 /// Runs migrations. Cheap to build; every operation opens and closes its own connections.
 ///
@@ -84,7 +84,7 @@ impl Migrator {
     /// Adds a migration written in Rust (see [`RustMigration`]), ordered by version among
     /// the file migrations.
     pub fn with_rust_migration(mut self, migration: impl RustMigration + 'static) -> Self {
-        Arc::make_mut(&mut self.extra).push(crate::code::describe(&migration));
+        Arc::make_mut(&mut self.extra).push(crate::rust_migration::describe(&migration));
         self.code.insert(migration.version(), Arc::new(migration));
         self
     }

@@ -2,33 +2,39 @@
 //!
 //! # Layout
 //!
-//! - `plan`: the planner, pure functions from (migrations, history, command) to a plan — every
-//!   command's rules, `baseline` and `resolve` (`plan/records.rs`) and adopting another tool's
-//!   history (`plan/adoption.rs`) included. No I/O.
-//! - `lock`: the whole lock — the strategy, one wait loop for both strategies
-//!   (`lock/wait.rs`), the held lock as a value confirmed before each migration and released
-//!   once (`lock/guard.rs`), and the lease algorithm over a small store trait
-//!   (`lock/lease.rs`). Databases supply only the two primitives, `SessionLock` and
-//!   `LeaseStore`.
-//! - `backend`: one module per database behind one narrow `Backend` trait (read and prepare
-//!   the history, run a step with or without its record, record, drop, the lock
-//!   primitives). The SQL backends share `backend/sql.rs` (their SQL text per dialect in
-//!   `sql/dialect.rs`); the history's existence and layout rules are written once for SQL
-//!   and MongoDB in `backend/history_tables.rs`.
-//! - `engine`: [`Migrator`], the one place that decides when to load, lock, read, plan,
-//!   apply and release: the commands (`engine/commands.rs`), each run as a session
-//!   (`engine/session.rs`: connect, lock, the one apply loop, release) whose steps run in
-//!   `engine/step.rs`; `engine/preview.rs` and `engine/inspect.rs` only look.
-//! - `config`: the settings and their one parser each, shared by `dirthara.toml`, the
-//!   environment and the CLI's flags. `error`, `events`, `report`: what comes out.
-//! - `adopt`: reading other tools' history tables; `code`: migrations written in Rust. The
-//!   file formats and the SQL tokenizer live in the `dirthara-source` crate.
+//! Three crates, each building on the one before; Cargo forbids the reverse, so the layering
+//! holds by construction:
 //!
-//! What may import what: `plan` imports only `migration`, `history`, `events` and `error`;
-//! `lock` imports `config`, `error`, `events` and `report`, never a backend; backends
-//! import `lock` (for its primitives) and never the engine; only the engine calls backends'
-//! step and lock methods. There are no import cycles between modules
-//! (`bench/module_cycles.py` checks).
+//! - `dirthara-source` — the file formats (names, layouts, directives, JSON commands,
+//!   checksums) and the SQL tokenizer, shared with `embed_migrations!`. No database.
+//! - `dirthara-core` — everything that needs no driver: the planner (`plan`, with the
+//!   table-lock retry policy in `plan/retry.rs`), the history's records and digest, the kind
+//!   table (`kind.rs`: every fact about each kind of database), the lock algorithm (`lock`:
+//!   strategy, one wait loop, the held lock as a value, the lease over a small store trait),
+//!   errors, events, reports and the settings (`config`, one table of them in
+//!   `config/settings.rs`).
+//! - `dirthara` (this crate) — the engine and one module per database:
+//!   - `engine`: [`Migrator`], the one place that decides when to load, lock, read, plan,
+//!     apply and release: the commands (`engine/commands.rs`), each run as a session
+//!     (`engine/session.rs`: connect, lock, the one apply loop, release) whose steps run in
+//!     `engine/step.rs`, giving way to the application's table locks in
+//!     `engine/attempts.rs`; `engine/preview.rs` and `engine/inspect.rs` only look;
+//!     `engine/load.rs` loads the files.
+//!   - `backend`: one module per database behind one narrow `Backend` trait (read and
+//!     prepare the history, run a step with or without its record, record, drop, the lock
+//!     primitives). The SQL backends share `backend/sql.rs` over a small driver trait
+//!     (`sql/driver.rs`) generic over its error (`sql/error.rs`), with their statements in
+//!     `sql/dialect/`; `backend/reading.rs` reads each step as its database will run it;
+//!     the history's existence and layout rules are written once in
+//!     `backend/history_tables.rs`.
+//!   - `fleet`: one command over many targets (`fleet/run.rs` the schedule, `fleet/targets.rs`
+//!     where targets come from).
+//!   - `adopt`: reading other tools' history tables; `rust_migration`: migrations written in
+//!     Rust.
+//!
+//! Within each crate the modules import each other without cycles (`bench/module_cycles.py`
+//! checks both in CI): backends never import the engine, only the engine calls a backend's
+//! step and lock methods.
 //!
 //! # Quick start
 //!
@@ -106,9 +112,9 @@ use dirthara_core::{
 
 mod adopt;
 mod backend;
-mod code;
 mod engine;
 pub mod fleet;
+mod rust_migration;
 mod source;
 
 /// Compiles the migrations of a directory into the binary, validated at compile time.
@@ -141,7 +147,6 @@ mod source;
 pub use dirthara_macros::embed_migrations;
 
 pub use adopt::{AdoptSource, AdoptedRecord, AdoptionReport, Tool};
-pub use code::{Connection, RustMigration, StepError};
 pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
 #[cfg(feature = "failpoints")]
 pub use dirthara_core::planted_faults_from_env;
@@ -159,6 +164,7 @@ pub use report::{
     ForceUnlockReport, LockReport, LockState, OtherLock, Preview, PreviewStep, RunReport,
     StatusReport, StepReport,
 };
+pub use rust_migration::{Connection, RustMigration, StepError};
 pub use source::DirectoryLayout;
 pub use vocabulary::{LockStrategy, Operation};
 

@@ -16,11 +16,11 @@ use mongodb::{Client, ClientSession, Database};
 use super::history_tables::{self, Known, Prepared};
 use super::{session_label, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
 use super::{Namespaces, Step, StepBody, StepFailure};
-use crate::code::{Connection, RustMigration};
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport};
 use crate::migration::Direction;
+use crate::rust_migration::{Connection, RustMigration};
 
 mod commands;
 mod history;

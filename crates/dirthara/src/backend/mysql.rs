@@ -332,8 +332,8 @@ impl SqlDriver for MySqlDriver {
         }
     }
 
-    fn connection(&mut self) -> crate::code::Connection<'_> {
-        crate::code::Connection::MySql(&mut self.conn)
+    fn connection(&mut self) -> crate::rust_migration::Connection<'_> {
+        crate::rust_migration::Connection::MySql(&mut self.conn)
     }
 
     async fn close(self: Box<Self>) {

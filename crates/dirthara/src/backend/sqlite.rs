@@ -235,8 +235,8 @@ impl SqlDriver for SqliteDriver {
         text_rows(&self.conn.fetch_all(sql).await?)
     }
 
-    fn connection(&mut self) -> crate::code::Connection<'_> {
-        crate::code::Connection::Sqlite(&mut self.conn)
+    fn connection(&mut self) -> crate::rust_migration::Connection<'_> {
+        crate::rust_migration::Connection::Sqlite(&mut self.conn)
     }
 
     async fn close(self: Box<Self>) {

@@ -11,7 +11,6 @@ use std::time::Instant;
 
 use super::session::{Session, Unrecorded};
 use crate::backend::{Step, StepBody, StepFailure};
-use crate::code::RustMigration;
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventKind;
 use crate::history::{HistoryChange, NewRecord, RecordState};
@@ -20,6 +19,7 @@ use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::PlannedStep;
 use crate::report::StepReport;
+use crate::rust_migration::RustMigration;
 
 #[cfg(feature = "failpoints")]
 mod planted;

@@ -225,8 +225,8 @@ impl SqlDriver for PgDriver {
             .then_some(self as &mut dyn SessionLock)
     }
 
-    fn connection(&mut self) -> crate::code::Connection<'_> {
-        crate::code::Connection::Postgres(&mut self.conn)
+    fn connection(&mut self) -> crate::rust_migration::Connection<'_> {
+        crate::rust_migration::Connection::Postgres(&mut self.conn)
     }
 
     async fn close(self: Box<Self>) {

@@ -6,9 +6,9 @@ use async_trait::async_trait;
 
 use super::{Atomic, DriverError, SqlDialect};
 use crate::backend::{Capabilities, ConnectRequest, StepFailure};
-use crate::code::Connection;
 use crate::error::Result;
 use crate::lock::{LockSupport, SessionLock};
+use crate::rust_migration::Connection;
 
 /// Rows whose columns are all text (or NULL), as the history queries select them.
 ///

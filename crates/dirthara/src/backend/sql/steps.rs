@@ -15,10 +15,10 @@ use super::{change_sql, Atomic, RecordFn, SqlBackend, SqlDriver};
 use super::{database_error, DriverError};
 use crate::backend::sql::SqlSyntax;
 use crate::backend::StepFailure;
-use crate::code::RustMigration;
 use crate::error::DatabaseError;
 use crate::history::HistoryChange;
 use crate::migration::{Direction, ParsedStep};
+use crate::rust_migration::RustMigration;
 use crate::source::sql::{split_statements, ClientScript, Statement};
 
 fn failed(error: impl DriverError) -> StepFailure {
