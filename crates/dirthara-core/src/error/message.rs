@@ -8,6 +8,23 @@ use super::*;
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.kind {
+            ErrorKind::LockHeld { .. }
+            | ErrorKind::LockFailed { .. }
+            | ErrorKind::LockLost { .. }
+            | ErrorKind::Interrupted { .. }
+            | ErrorKind::OutOfOrder { .. } => self.fmt_run(f),
+            ErrorKind::MigrationFailed { .. }
+            | ErrorKind::TableLockTimeout { .. }
+            | ErrorKind::Dirty { .. } => self.fmt_step(f),
+            _ => self.fmt_plan_or_input(f),
+        }
+    }
+}
+
+impl Error {
+    /// The lock, a signal, the order of migrations: what stopped or held up a run.
+    fn fmt_run(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.kind {
             ErrorKind::LockHeld {
                 lock,
                 connection,
@@ -73,7 +90,10 @@ impl fmt::Display for Error {
                 crate::format_duration(self.rest.context.waited.unwrap_or_default())
             ),
             ErrorKind::Interrupted { remaining } => {
-                write!(f, "interrupted; every migration that started was finished and recorded")?;
+                write!(
+                    f,
+                    "interrupted; every migration that started was finished and recorded"
+                )?;
                 if remaining.is_empty() {
                     write!(f, ", none was left undone")
                 } else {
@@ -94,6 +114,13 @@ impl fmt::Display for Error {
                     list.join(", ")
                 )
             }
+            _ => unreachable!("fmt_run is given its own kinds only"),
+        }
+    }
+
+    /// A migration's step that failed, gave way too long, or was left half-done.
+    fn fmt_step(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.kind {
             ErrorKind::MigrationFailed {
                 version,
                 name,
@@ -155,7 +182,8 @@ impl fmt::Display for Error {
                 spent,
                 left_dirty,
             } => {
-                let table = (error.table.as_deref()).map_or("its table".into(), |t| format!("`{t}`"));
+                let table =
+                    (error.table.as_deref()).map_or("its table".into(), |t| format!("`{t}`"));
                 write!(
                     f,
                     "migration {version} ({name}) could not run {direction} on connection \
@@ -210,6 +238,13 @@ impl fmt::Display for Error {
                      they are not"
                 )
             }
+            _ => unreachable!("fmt_step is given its own kinds only"),
+        }
+    }
+
+    /// A plan refused, or input, configuration, connection or history that is unusable.
+    fn fmt_plan_or_input(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.kind {
             ErrorKind::ChecksumMismatch {
                 version,
                 name,
@@ -277,6 +312,7 @@ impl fmt::Display for Error {
                 connection,
                 message,
             } => write!(f, "migration history on `{connection}`: {message}"),
+            _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
         }
     }
 }

@@ -19,8 +19,27 @@ impl EventSink {
         EventSink::new(trace_event)
     }
 }
-
 fn trace_event(event: &Event) {
+    match &event.kind {
+        EventKind::ConnectionWaiting { .. }
+        | EventKind::Unlocked { .. }
+        | EventKind::LockChosen { .. }
+        | EventKind::LockWaiting { .. }
+        | EventKind::LockAcquired { .. }
+        | EventKind::LockReleased { .. } => trace_lock_event(event),
+        EventKind::FleetPlanned { .. }
+        | EventKind::TargetStarted { .. }
+        | EventKind::TargetDeferred { .. }
+        | EventKind::TargetFinished { .. } => trace_fleet_event(event),
+        EventKind::Warning(warning) => {
+            ::tracing::warn!(target: "dirthara", code = %warning.code, "{}", warning.message)
+        }
+        _ => trace_migration_event(event),
+    }
+}
+
+/// Connecting and the migration lock.
+fn trace_lock_event(event: &Event) {
     use ::tracing::{info, warn};
     match &event.kind {
         EventKind::ConnectionWaiting {
@@ -59,6 +78,14 @@ fn trace_event(event: &Event) {
         EventKind::LockReleased { lock, connection } => {
             info!(target: "dirthara", %lock, %connection, "lock released")
         }
+        _ => unreachable!("trace_lock_event is given its own events only"),
+    }
+}
+
+/// The plan, each migration, and its giving way to the application's locks.
+fn trace_migration_event(event: &Event) {
+    use ::tracing::{info, warn};
+    match &event.kind {
         EventKind::Planned {
             operation,
             steps,
@@ -120,6 +147,26 @@ fn trace_event(event: &Event) {
             waited_ms = waited.as_millis() as u64,
             "waiting for the history: {seen}"
         ),
+        EventKind::TableLockFreed {
+            version,
+            blocker,
+            wait,
+            ..
+        } => info!(
+            target: "dirthara",
+            version,
+            blocker = %blocker.as_ref().map(ToString::to_string).unwrap_or_default(),
+            wait_ms = wait.as_millis() as u64,
+            "the session holding the table lock is done; retrying now"
+        ),
+        _ => unreachable!("trace_migration_event is given its own events only"),
+    }
+}
+
+/// A fleet and its targets.
+fn trace_fleet_event(event: &Event) {
+    use ::tracing::info;
+    match &event.kind {
         EventKind::FleetPlanned {
             operation,
             targets,
@@ -152,20 +199,6 @@ fn trace_event(event: &Event) {
             duration_ms = duration.as_millis() as u64,
             "target finished"
         ),
-        EventKind::TableLockFreed {
-            version,
-            blocker,
-            wait,
-            ..
-        } => info!(
-            target: "dirthara",
-            version,
-            blocker = %blocker.as_ref().map(ToString::to_string).unwrap_or_default(),
-            wait_ms = wait.as_millis() as u64,
-            "the session holding the table lock is done; retrying now"
-        ),
-        EventKind::Warning(warning) => {
-            warn!(target: "dirthara", code = %warning.code, "{}", warning.message)
-        }
+        _ => unreachable!("trace_fleet_event is given its own events only"),
     }
 }
