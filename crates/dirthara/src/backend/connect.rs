@@ -122,7 +122,7 @@ impl Connector for UrlConnector {
         let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(2));
         let mut announced = Duration::ZERO;
         loop {
-            let failure = match connect_once(request).await {
+            let failure = match super::connect_once(request).await {
                 Ok(backend) => return Ok(backend),
                 Err(failure) => failure,
             };
@@ -162,39 +162,6 @@ impl Connector for UrlConnector {
             tokio::time::sleep(backoff.next_pause().min(remaining)).await;
         }
     }
-}
-
-async fn connect_once(
-    request: &ConnectRequest,
-) -> std::result::Result<Box<dyn Backend>, ConnectFailure> {
-    match request.kind {
-        #[cfg(feature = "sqlite")]
-        BackendKind::Sqlite => super::sqlite::connect(request).await,
-        #[cfg(feature = "postgres")]
-        BackendKind::Postgres => super::postgres::connect(request).await,
-        #[cfg(feature = "mysql")]
-        BackendKind::Mysql => super::mysql::connect(request).await,
-        #[cfg(feature = "mongodb")]
-        BackendKind::Mongo => super::mongo::connect(request).await,
-        #[cfg(not(feature = "mongodb"))]
-        BackendKind::Mongo => Err(not_built("mongodb")),
-        #[cfg(not(feature = "sqlite"))]
-        BackendKind::Sqlite => Err(not_built("sqlite")),
-        #[cfg(not(feature = "postgres"))]
-        BackendKind::Postgres => Err(not_built("postgres")),
-        #[cfg(not(feature = "mysql"))]
-        BackendKind::Mysql => Err(not_built("mysql")),
-        // The in-memory backend of the engine's tests, which connect it themselves; a kind
-        // a newer dirthara-core knows and this engine does not.
-        other => Err(not_built(other.name())),
-    }
-}
-
-/// A URL whose backend this build leaves out.
-fn not_built(feature: &str) -> ConnectFailure {
-    ConnectFailure::refused(format!(
-        "this build of dirthara was compiled without the `{feature}` feature"
-    ))
 }
 
 /// The outcome of running a connection's `init_sql`: a failure is not worth retrying, and
