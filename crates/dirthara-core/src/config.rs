@@ -26,14 +26,19 @@ pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
 pub use settings::{nearest, setting_named, FileForm, SettingRow, SETTINGS};
 pub use value::{is_plain_identifier, validate_table_name};
 pub use value::{
-    parse_duration, LockWait, Locking, Origin, Setting, CONNECT_TIMEOUT, HISTORY_CONNECTION,
-    HISTORY_TABLE, LOCKING, LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT,
-    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT, WAIT_TIMEOUT,
+    parse_duration, LockWait, Locking, Origin, Setting, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE,
+    CONNECT_TIMEOUT, HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
+    MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT, TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
+    WAIT_TIMEOUT,
 };
 
 use crate::error::{Error, Result};
 use crate::history::DEFAULT_HISTORY_TABLE;
 use crate::migration::DEFAULT_CONNECTION;
+
+/// The default `blocking_table_size`: about what the 2-core test machine's PostgreSQL
+/// rewrites in the default `table_lock_timeout` of 2 s (`bench/stall.sh`: 50 MB/s).
+pub const DEFAULT_BLOCKING_TABLE_SIZE: u64 = 100 * 1024 * 1024;
 
 /// Everything a `dirthara::Migrator` needs to know.
 ///
@@ -77,6 +82,15 @@ pub struct Config {
     pub init_sql: BTreeMap<String, String>,
     /// `[fleet]`: the targets commands run over, and how (see `dirthara::fleet`).
     pub fleet: FleetSettings,
+    /// A pending statement that would block the application while it rewrites, scans or
+    /// indexes a table larger than this many bytes refuses the run (`BLOCKING_DDL`) before
+    /// anything runs; `None`: never.
+    pub blocking_table_size: Option<u64>,
+    /// Let every blocking statement run (a maintenance window), as each step's
+    /// `-- dirthara:allow-blocking <reason>` lets its own.
+    pub allow_blocking: bool,
+    /// Rules of `lint` (and of the checks before a run) switched off, by name.
+    pub lint_disabled: std::collections::BTreeSet<String>,
 }
 
 impl Default for Config {
@@ -96,6 +110,9 @@ impl Default for Config {
             table_lock_retry_for: Duration::from_secs(10 * 60),
             init_sql: BTreeMap::new(),
             fleet: FleetSettings::default(),
+            blocking_table_size: Some(DEFAULT_BLOCKING_TABLE_SIZE),
+            allow_blocking: false,
+            lint_disabled: Default::default(),
         }
     }
 }

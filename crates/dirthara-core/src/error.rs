@@ -191,6 +191,13 @@ pub enum ErrorKind {
         /// What it saw last (a database not reachable, a runner holding the lock, ...).
         last_seen: String,
     },
+    /// Pending statements would block the application while they rewrite, scan or index a
+    /// table larger than `blocking_table_size`, or fail wherever they run; refused at
+    /// planning, before anything ran.
+    BlockingDdl {
+        /// Each statement, with its table's size and the safe recipe.
+        findings: Vec<crate::blocking::StepFinding>,
+    },
 }
 
 /// The error returned by every dirthara operation.
@@ -294,6 +301,7 @@ impl Error {
             ErrorKind::History { .. } => Code::HistoryError,
             ErrorKind::NewerDatabase { .. } => Code::MissingMigration,
             ErrorKind::WaitTimedOut { .. } => Code::WaitTimeout,
+            ErrorKind::BlockingDdl { .. } => Code::BlockingDdl,
         }
     }
 
@@ -459,6 +467,9 @@ impl serde::Serialize for Error {
                 }),
             )?;
             map.serialize_entry("database", error)?;
+        }
+        if let ErrorKind::BlockingDdl { findings } = &*self.kind {
+            map.serialize_entry("findings", findings)?;
         }
         if let Some(secondary) = &self.rest.secondary {
             map.serialize_entry("secondary", secondary)?;

@@ -17,6 +17,8 @@
 //! - `migration`, `step_report`: what a migration is (from `dirthara-source`), and what
 //!   happened to one step.
 //! - `events`: the event vocabulary, its JSON, and its `tracing` adapter.
+//! - `blocking`: the blocking-DDL policy (a finding of `dirthara-ddl` on a table of a known
+//!   size, and whether it refuses a run), pure.
 //! - `history`: the history's records and the digest that proves a no-op.
 //! - `error`: the typed error, its codes and messages.
 //! - `config`: the settings, declared once, and the file, environment and flag layers that
@@ -33,6 +35,7 @@
 mod failpoints;
 
 pub mod backoff;
+pub mod blocking;
 pub mod config;
 pub mod error;
 pub mod events;

@@ -60,6 +60,10 @@ pub enum Code {
     TableLockTimeout,
     /// `WAIT_TIMEOUT`: `wait` gave up before the history held every migration waited for.
     WaitTimeout,
+    /// `BLOCKING_DDL`: a pending statement would block the application while it rewrites,
+    /// scans or indexes a table larger than `blocking_table_size` (or fails wherever it runs);
+    /// nothing was run. A warning for one on a smaller table.
+    BlockingDdl,
 }
 
 impl Code {
@@ -85,6 +89,7 @@ impl Code {
             Code::SkippedFile => "SKIPPED_FILE",
             Code::TableLockTimeout => "TABLE_LOCK_TIMEOUT",
             Code::WaitTimeout => "WAIT_TIMEOUT",
+            Code::BlockingDdl => "BLOCKING_DDL",
         }
     }
 }

@@ -35,9 +35,15 @@ impl Server {
     ///            Server::MariaDb { version: (10, 11, 6) });
     /// assert_eq!(Server::from_version(SqlDialect::Postgres, "15.19 (Debian 15.19-0+deb12u1)"),
     ///            Server::Postgres { version: (15, 19, 0) });
+    /// assert_eq!(Server::from_version(SqlDialect::Postgres, "PostgreSQL 10.23 on x86_64-pc-linux-gnu"),
+    ///            Server::Postgres { version: (10, 23, 0) });
     /// ```
     pub fn from_version(dialect: SqlDialect, version: &str) -> Server {
-        let numbers: Vec<u32> = version
+        // `PostgreSQL 15.19 (Debian ...) on x86_64`: the version is the first number.
+        let from = version
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(version.len());
+        let numbers: Vec<u32> = version[from..]
             .split(|c: char| !c.is_ascii_digit())
             .take_while(|part| !part.is_empty())
             .filter_map(|part| part.parse().ok())

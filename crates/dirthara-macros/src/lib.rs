@@ -80,8 +80,14 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
             (None, None) => String::new(),
             (up, down) => format!(".with_table_lock_timeouts({up:?}, {down:?})"),
         };
+        // A step's `-- dirthara:allow-blocking <reason>`.
+        let down_allow = m.down.as_ref().and_then(|d| d.allow_blocking.as_deref());
+        let allow = match (m.allow_blocking.as_deref(), down_allow) {
+            (None, None) => String::new(),
+            (up, down) => format!(".with_allow_blocking({up:?}, {down:?})"),
+        };
         code.push_str(&format!(
-            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout}{timeouts},\n",
+            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout}{timeouts}{allow},\n",
             m.version,
             m.name,
             m.up(),

@@ -1,5 +1,6 @@
 //! Header directives: `-- dirthara:no-transaction`, `-- dirthara:connection <name>` and
-//! `-- dirthara:table-lock-timeout <duration>|off` in the leading comment lines of a SQL step.
+//! `-- dirthara:table-lock-timeout <duration>|off` and `-- dirthara:allow-blocking <reason>` in
+//! the leading comment lines of a SQL step.
 
 /// The prefix of every header directive, e.g. `-- dirthara:no-transaction`.
 const DIRECTIVE_PREFIX: &str = "dirthara:";
@@ -11,6 +12,9 @@ pub struct Header {
     /// `-- dirthara:table-lock-timeout 5s|off`, as written: the runner reads it with the one
     /// parser of `table_lock_timeout`.
     pub table_lock_timeout: Option<String>,
+    /// `-- dirthara:allow-blocking <reason>`: the step may block the application while it
+    /// rewrites or scans a big table (a maintenance window); the reason is printed when it runs.
+    pub allow_blocking: Option<String>,
 }
 
 /// Reads the `-- dirthara:...` directives from the leading comment lines of a file.
@@ -29,6 +33,20 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
             continue;
         };
         let mut words = directive.split_whitespace();
+        if directive.split_whitespace().next() == Some("allow-blocking") {
+            let reason = directive.trim().trim_start_matches("allow-blocking").trim();
+            if reason.is_empty() {
+                return Err(
+                    "`-- dirthara:allow-blocking` needs a reason, printed when the step \
+                            runs: e.g. `-- dirthara:allow-blocking maintenance window 2026-12-05`"
+                        .into(),
+                );
+            }
+            if header.allow_blocking.replace(reason.to_string()).is_some() {
+                return Err("declares `-- dirthara:allow-blocking` twice".into());
+            }
+            continue;
+        }
         match (words.next(), words.next(), words.next()) {
             (Some("no-transaction"), None, _) => header.no_transaction = true,
             (Some("table-lock-timeout"), Some(value), None) => {
@@ -53,8 +71,9 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
             _ => {
                 return Err(format!(
                     "unknown directive `-- {DIRECTIVE_PREFIX}{}`; the known ones are \
-                     `-- dirthara:no-transaction`, `-- dirthara:connection <name>` and \
-                     `-- dirthara:table-lock-timeout <duration>|off`",
+                     `-- dirthara:no-transaction`, `-- dirthara:connection <name>`, \
+                     `-- dirthara:table-lock-timeout <duration>|off` and \
+                     `-- dirthara:allow-blocking <reason>`",
                     directive.trim()
                 ))
             }
@@ -86,9 +105,15 @@ mod tests {
                 no_transaction: true,
                 connection: Some("analytics".into()),
                 table_lock_timeout: None,
+                allow_blocking: None,
             }
         );
         assert_eq!(parse_directives("SELECT 1;").unwrap(), Header::default());
+        let h = parse_directives("-- dirthara:allow-blocking  window of 5 Dec, small table\nALTER TABLE t ALTER c TYPE int").unwrap();
+        assert_eq!(
+            h.allow_blocking.as_deref(),
+            Some("window of 5 Dec, small table")
+        );
     }
 
     #[test]
@@ -108,6 +133,7 @@ mod tests {
                 "-- dirthara:connection bad.name\nSELECT 1;",
                 "connection name",
             ),
+            ("-- dirthara:allow-blocking\nSELECT 1;", "needs a reason"),
         ] {
             let err = parse_directives(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");

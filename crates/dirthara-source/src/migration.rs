@@ -128,6 +128,9 @@ pub struct Migration {
     pub up_source: StepSource,
     /// The up step's `-- dirthara:table-lock-timeout` directive, as written (`5s`, `off`).
     pub table_lock_timeout: Option<String>,
+    /// The up step's `-- dirthara:allow-blocking <reason>`: it may block the application
+    /// while it rewrites or scans a big table; the reason is printed when it runs.
+    pub allow_blocking: Option<String>,
     pub format: StepFormat,
     /// The up step controls its own transaction (a top-level `BEGIN`, `COMMIT`, ... found by
     /// the SQL tokenizer), described as e.g. `` `COMMIT` at line 3 of the up step``: it runs
@@ -218,6 +221,8 @@ pub struct DownStep {
     pub source: StepSource,
     /// Its `-- dirthara:table-lock-timeout` directive, as written.
     pub table_lock_timeout: Option<String>,
+    /// Its `-- dirthara:allow-blocking <reason>`.
+    pub allow_blocking: Option<String>,
 }
 
 impl DownStep {
@@ -230,6 +235,7 @@ impl DownStep {
             is_blank: false,
             source: StepSource::default(),
             table_lock_timeout: None,
+            allow_blocking: None,
         }
     }
 }
@@ -257,6 +263,7 @@ impl Migration {
             origin: format!("{version}_{name}"),
             up_source: StepSource::whole(format!("{version}_{name}")),
             table_lock_timeout: None,
+            allow_blocking: None,
             name,
             checksum: LazyChecksum::default(),
             up,
@@ -299,6 +306,7 @@ impl Migration {
             origin: origin.to_string(),
             up_source: StepSource::whole(origin),
             table_lock_timeout: None,
+            allow_blocking: None,
             format,
             own_transaction: None,
             layout: None,
@@ -372,6 +380,25 @@ impl Migration {
         self.table_lock_timeout = up.map(str::to_string);
         if let Some(step) = &mut self.down {
             step.table_lock_timeout = down.map(str::to_string);
+        }
+        self
+    }
+
+    /// The `direction` step's `-- dirthara:allow-blocking` reason.
+    pub fn allow_blocking_in(&self, direction: Direction) -> Option<&str> {
+        match direction {
+            Direction::Up => self.allow_blocking.as_deref(),
+            Direction::Down => self.down.as_ref()?.allow_blocking.as_deref(),
+        }
+    }
+
+    /// Sets the steps' `-- dirthara:allow-blocking` reasons (what `embed_migrations!` read at
+    /// compile time).
+    #[doc(hidden)]
+    pub fn with_allow_blocking(mut self, up: Option<&str>, down: Option<&str>) -> Self {
+        self.allow_blocking = up.map(str::to_string);
+        if let Some(step) = &mut self.down {
+            step.allow_blocking = down.map(str::to_string);
         }
         self
     }

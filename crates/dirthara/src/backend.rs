@@ -7,6 +7,7 @@
 
 use async_trait::async_trait;
 
+use crate::blocking::TableSize;
 use crate::error::{DatabaseError, Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::LockHost;
@@ -229,6 +230,18 @@ pub(crate) trait Backend: LockHost + Send {
     /// connection); an error leaves it fit only to be closed.
     async fn reopen(&mut self, _request: &ConnectRequest) -> Result<bool> {
         Ok(false)
+    }
+
+    /// The server's version as it reports it (PostgreSQL's `version()`, MySQL's and
+    /// MariaDB's `VERSION()`), where what its statements do depends on it.
+    fn server_version(&self) -> Option<&str> {
+        None
+    }
+
+    /// The size of each of `tables` (named as a migration names them), from the catalog;
+    /// `None` for one it does not have. Never changes anything.
+    async fn table_sizes(&mut self, tables: &[String]) -> Result<Vec<Option<TableSize>>> {
+        Ok(vec![None; tables.len()])
     }
 
     /// Closes the connection (releasing any session state).

@@ -447,6 +447,7 @@ impl Connections {
 }
 
 mod attempts;
+mod blocking;
 mod commands;
 mod inspect;
 mod load;

@@ -106,7 +106,7 @@ pub mod cli_support {
 
 // The layers below, from dirthara-core, under the names the modules here use.
 use dirthara_core::{
-    backoff, error, events, format, history, kind, lock, migration, plan, redact, report,
+    backoff, blocking, error, events, format, history, kind, lock, migration, plan, redact, report,
     vocabulary,
 };
 

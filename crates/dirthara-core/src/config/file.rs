@@ -221,6 +221,14 @@ fn read_setting(
         (FileForm::Text, toml::Value::String(text)) => text.clone(),
         (FileForm::Text, toml::Value::Integer(number)) => number.to_string(),
         (FileForm::Text | FileForm::Switch, toml::Value::Boolean(switch)) => switch.to_string(),
+        (FileForm::List, toml::Value::String(text)) => text.clone(),
+        (FileForm::List, toml::Value::Array(items)) => {
+            let texts: Option<Vec<&str>> = items.iter().map(toml::Value::as_str).collect();
+            match texts {
+                Some(texts) => texts.join(","),
+                None => return Err((row.refuse)(origin)),
+            }
+        }
         _ => return Err((row.refuse)(origin)),
     };
     (row.apply)(config, &text, origin)

@@ -9,8 +9,9 @@
 //! and `[fleet]`.
 
 use super::value::{
-    Locking, Origin, CONNECT_TIMEOUT, HISTORY_CONNECTION, HISTORY_TABLE, LOCKING, LOCK_TTL,
-    LOCK_WAIT, STRICT, TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
+    Locking, Origin, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE, CONNECT_TIMEOUT, HISTORY_CONNECTION,
+    HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT, STRICT, TABLE_LOCK_RETRY_FOR,
+    TABLE_LOCK_TIMEOUT,
 };
 use super::Config;
 use crate::error::{Error, Result};
@@ -24,6 +25,8 @@ pub enum FileForm {
     Text,
     /// A boolean only (`strict = true`); on the command line a switch without a value.
     Switch,
+    /// An array of strings (or one string, comma-separated).
+    List,
 }
 
 /// One setting: every name it goes by, its parser, its default and its documentation.
@@ -154,6 +157,28 @@ pub const SETTINGS: &[SettingRow] = &[
         doc: "How long to keep retrying a migration that gave way to the application's locks, \
               with jittered backoff; 0 makes one attempt",
         sets: table_lock_retry_for
+    ),
+    row!(
+        BLOCKING_TABLE_SIZE, env: "DIRTHARA_BLOCKING_TABLE_SIZE", flag: "blocking-table-size",
+        value: "SIZE|off", default: "100MB", form: Text,
+        doc: "A pending statement that would block the application while it rewrites, scans or \
+              indexes a table larger than this refuses the run (BLOCKING_DDL) before anything \
+              runs; off never refuses",
+        sets: blocking_table_size
+    ),
+    row!(
+        ALLOW_BLOCKING, env: "DIRTHARA_ALLOW_BLOCKING", flag: "allow-blocking", value: "",
+        default: "false", form: Switch,
+        doc: "Let blocking statements run on tables of any size, for one command (a maintenance \
+              window); a file can say so for itself with `-- dirthara:allow-blocking <reason>`",
+        sets: allow_blocking
+    ),
+    row!(
+        LINT_DISABLE, env: "DIRTHARA_LINT_DISABLE", flag: "lint-disable", value: "RULES",
+        default: "none", form: List,
+        doc: "Rules of lint and of the checks before a run switched off, by name \
+              (comma-separated)",
+        sets: lint_disabled
     ),
     row!(
         STRICT, env: "DIRTHARA_STRICT", flag: "strict", value: "",

@@ -263,6 +263,48 @@ pub const HISTORY_CONNECTION: Setting<String> = Setting {
     check: any_value,
 };
 
+/// `blocking_table_size`: a size (`100MB`, `1.5GB`, a number of bytes) or `off`.
+pub const BLOCKING_TABLE_SIZE: Setting<Option<u64>> = Setting {
+    key: "blocking_table_size",
+    expected: "a size such as '100MB' or '2GB', or 'off'",
+    syntax: crate::blocking::parse_size,
+    check: any_value,
+};
+
+/// `allow_blocking`: a switch, written as [`STRICT`] is.
+pub const ALLOW_BLOCKING: Setting<bool> = Setting {
+    key: "allow_blocking",
+    expected: "true or false",
+    syntax: parse_switch,
+    check: any_value,
+};
+
+/// `lint_disable`: rule names, comma-separated (a TOML array in the file), or `none`; each
+/// must be a rule.
+pub const LINT_DISABLE: Setting<std::collections::BTreeSet<String>> = Setting {
+    key: "lint_disable",
+    expected: "rule names such as 'renaming-column,dropping-column', or 'none'",
+    syntax: |text| {
+        Some(
+            (text.split(','))
+                .map(str::trim)
+                .filter(|name| !name.is_empty() && !name.eq_ignore_ascii_case("none"))
+                .map(str::to_string)
+                .collect(),
+        )
+    },
+    check: |names| match names.iter().find(|n| dirthara_ddl::rule_named(n).is_none()) {
+        None => Ok(()),
+        Some(unknown) => {
+            let known = dirthara_ddl::RULES.iter().map(|rule| rule.name);
+            Err(match super::settings::nearest(unknown, known) {
+                Some(meant) => format!("`{unknown}` is no rule; did you mean `{meant}`?"),
+                None => format!("`{unknown}` is no rule; `dirthara lint --rules` lists them"),
+            })
+        }
+    },
+};
+
 /// `strict` written as text (`DIRTHARA_STRICT`): `1`, `true`, `yes`, `on` or `0`, `false`,
 /// `no`, `off`, empty, in any case. The file has TOML's own booleans and the command line a
 /// switch, so neither needs text.

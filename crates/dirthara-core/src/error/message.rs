@@ -312,6 +312,26 @@ impl Error {
                 connection,
                 message,
             } => write!(f, "migration history on `{connection}`: {message}"),
+            ErrorKind::BlockingDdl { findings } => {
+                write!(
+                    f,
+                    "{} pending statement(s) would block the application; nothing was run:",
+                    findings.len()
+                )?;
+                for finding in findings {
+                    write!(
+                        f,
+                        "\n  migration {} ({}) {}: {finding}.\n    Safe way: {}.",
+                        finding.version, finding.name, finding.direction, finding.fix
+                    )?;
+                }
+                write!(
+                    f,
+                    "\nTo run it anyway (a maintenance window, a table known to stay small), \
+                     write `-- dirthara:allow-blocking <reason>` at the top of its file, or \
+                     pass --allow-blocking; `blocking_table_size` sets the size that refuses"
+                )
+            }
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
         }
     }

@@ -104,6 +104,7 @@ fn build(
         origin: up.path.display().to_string(),
         up_source: source_of(&up),
         table_lock_timeout: up_header.table_lock_timeout.clone(),
+        allow_blocking: up_header.allow_blocking.clone(),
         format: up.format,
         name: up.name,
         own_transaction: None,
@@ -126,6 +127,7 @@ fn build(
             transactional: !down_header.no_transaction,
             source: source_of(down),
             table_lock_timeout: down_header.table_lock_timeout.clone(),
+            allow_blocking: down_header.allow_blocking.clone(),
             ..DownStep::new(down_text)
         });
     }
@@ -215,6 +217,7 @@ pub(crate) fn step_header(
                 no_transaction: !commands.transaction,
                 connection: commands.connection,
                 table_lock_timeout: None,
+                allow_blocking: None,
             })
         }
     }

@@ -63,6 +63,8 @@ pub(crate) struct MySqlDriver {
     /// Whether MariaDB's `METADATA_LOCK_INFO` plugin is loaded, which says who holds each
     /// metadata lock (asked the first time a blocker is looked for).
     metadata_lock_info: Option<bool>,
+    /// `VERSION()`, read at connect.
+    version: String,
 }
 
 /// `lock_wait_timeout` as a step left it: not known, so the next step sets it.
@@ -113,6 +115,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         lock_support: servers::mysql_lock_support(&version, &comment),
         lock_wait_timeout: (lock_wait_timeout, lock_wait_timeout),
         metadata_lock_info: None,
+        version,
     };
     Ok(Box::new(SqlBackend::new(driver, request)))
 }
@@ -184,6 +187,10 @@ pub(super) fn server_seconds(seconds: u64) -> String {
 impl SqlDriver for MySqlDriver {
     type Error = sqlx::Error;
 
+    fn server_version(&self) -> Option<&str> {
+        Some(&self.version)
+    }
+
     fn dialect(&self) -> SqlDialect {
         SqlDialect::MySql
     }
@@ -200,6 +207,7 @@ impl SqlDriver for MySqlDriver {
         let init_sql = self.init_sql.clone();
         let lock_support = self.lock_support;
         let lock_wait_timeout = self.lock_wait_timeout.0;
+        let version = self.version.clone();
         Box::pin(async move {
             let mut conn = options.connect().await?;
             if let Some(init_sql) = &init_sql {
@@ -225,6 +233,7 @@ impl SqlDriver for MySqlDriver {
                 lock_support,
                 lock_wait_timeout: (lock_wait_timeout, UNKNOWN),
                 metadata_lock_info: None,
+                version,
             }) as Box<dyn SqlDriver<Error = sqlx::Error>>)
         })
     }

@@ -58,6 +58,8 @@ pub(crate) struct PgDriver {
     session_used: bool,
     /// Proof that the lock connection is a server session of its own, taken with the lock.
     session_check: Option<SessionCheck>,
+    /// `version()`, read at connect.
+    version: String,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -73,6 +75,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         database_oid: identity.database_oid,
         direct: reaches_server_directly(&options, &identity.server_address, identity.server_port),
         lock_support: servers::postgres_lock_support(&identity.version),
+        version: identity.version.clone(),
         schema: identity.schema,
         conn,
         options,
@@ -97,6 +100,7 @@ struct PgSiblingParts {
     direct: bool,
     lock_support: LockSupport,
     setup: String,
+    version: String,
 }
 
 /// The `search_path` of a session that works in one schema (a fleet's target).

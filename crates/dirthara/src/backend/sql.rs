@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use super::history_tables::{self, Known, Prepared};
 use super::{Backend, Capabilities, ConnectRequest, Namespaces, Step};
 use super::{StepBody, StepFailure};
+use crate::blocking::TableSize;
 use crate::error::{Error, Result};
 use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
@@ -284,6 +285,30 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         self.connection = request.name.clone();
         self.known = Known::default();
         Ok(true)
+    }
+
+    fn server_version(&self) -> Option<&str> {
+        self.driver.server_version()
+    }
+
+    async fn table_sizes(&mut self, tables: &[String]) -> Result<Vec<Option<TableSize>>> {
+        let dialect = self.driver.dialect();
+        let mut sizes = Vec::with_capacity(tables.len());
+        for table in tables {
+            let rows = self
+                .driver
+                .fetch_text(&dialect.table_size_sql(table))
+                .await
+                .map_err(|e| self.history_error(e))?;
+            let number = |row: &[Option<String>], i: usize| -> Option<u64> {
+                row.get(i)?.as_deref()?.parse().ok()
+            };
+            sizes.push(
+                rows.first()
+                    .and_then(|row| Some(TableSize::new(number(row, 0), number(row, 1)?))),
+            );
+        }
+        Ok(sizes)
     }
 
     async fn close(self: Box<Self>) {

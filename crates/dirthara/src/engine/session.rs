@@ -152,6 +152,7 @@ impl<'m> Session<'m> {
             by_digest: false,
         });
         report.warnings.extend(planned.warnings.iter().cloned());
+        self.refuse_blocking_ddl(&planned, command, report).await?;
         if planned.drop_all {
             self.ensure_lock(None).await?;
             report.dropped = self.history.drop_all().await?;
@@ -280,6 +281,18 @@ impl<'m> Session<'m> {
     pub(super) async fn ensure_lock(&mut self, next: Option<&Migration>) -> Result<()> {
         let next = next.map(|m| (m.version, m.name.as_str()));
         self.lock.ensure(self.history.lock_host(), next).await
+    }
+
+    /// The connection named `name`: the history connection, or another, opened when first
+    /// needed.
+    pub(super) async fn connection_named(
+        &mut self,
+        name: &str,
+    ) -> Result<&mut (dyn Backend + 'static)> {
+        match name == self.history_connection() {
+            true => Ok(self.history.as_mut()),
+            false => self.other_connection(name).await,
+        }
     }
 
     pub(super) async fn other_connection(

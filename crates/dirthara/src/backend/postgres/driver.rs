@@ -23,6 +23,10 @@ use super::{
 impl SqlDriver for PgDriver {
     type Error = sqlx::Error;
 
+    fn server_version(&self) -> Option<&str> {
+        Some(&self.version)
+    }
+
     fn dialect(&self) -> SqlDialect {
         SqlDialect::Postgres
     }
@@ -42,6 +46,7 @@ impl SqlDriver for PgDriver {
             direct: self.direct,
             lock_support: self.lock_support,
             setup: self.setup.clone(),
+            version: self.version.clone(),
         };
         Box::pin(async move {
             // The setup already ran once on this connection, so it succeeds again unless the
@@ -65,6 +70,7 @@ impl SqlDriver for PgDriver {
                 setup: sibling.setup,
                 session_used: false,
                 session_check: None,
+                version: std::mem::take(&mut sibling.version),
             }) as Box<dyn SqlDriver<Error = sqlx::Error>>)
         })
     }

@@ -203,6 +203,11 @@ pub(crate) trait SqlDriver: Send {
     ) {
     }
 
+    /// The server's version as it reports it (`version()`, `VERSION()`), read at connect.
+    fn server_version(&self) -> Option<&str> {
+        None
+    }
+
     async fn close(self: Box<Self>);
 }
 

@@ -29,9 +29,49 @@ pub(crate) trait CatalogSql {
 
     /// One script dropping `objects` (of `schema`), views before tables, ignoring foreign keys.
     fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String;
+
+    /// One row (rows, bytes), as text, for the table a migration names `table` (as written,
+    /// quoted or not, with or without its schema), indexes (and partitions) included; no row
+    /// when there is no such table. Rows are `NULL` where the catalog has no estimate yet.
+    fn table_size_sql(self, table: &str) -> String;
 }
 
 impl CatalogSql for SqlDialect {
+    fn table_size_sql(self, table: &str) -> String {
+        match self {
+            // `to_regclass` reads the name as PostgreSQL does, with the session's
+            // `search_path`; a partitioned table's partitions are its size.
+            SqlDialect::Postgres => format!(
+                "SELECT CASE WHEN min(c.reltuples) FILTER (WHERE c.relkind <> 'p') < 0 THEN NULL \
+                 ELSE (sum(c.reltuples) FILTER (WHERE c.relkind <> 'p'))::bigint::text END, \
+                 sum(pg_total_relation_size(c.oid))::bigint::text FROM pg_class c \
+                 WHERE c.oid IN (SELECT to_regclass({name}) \
+                 UNION SELECT relid FROM pg_partition_tree(to_regclass({name}))) \
+                 HAVING count(*) > 0",
+                name = self.literal(table)
+            ),
+            SqlDialect::MySql => {
+                let parts: Vec<String> = (table.split('.'))
+                    .map(|p| p.trim_matches('`').to_string())
+                    .collect();
+                let (schema, name) = match parts.as_slice() {
+                    [schema, name] => (self.literal(schema), self.literal(name)),
+                    _ => (
+                        "DATABASE()".to_string(),
+                        self.literal(table.trim_matches('`')),
+                    ),
+                };
+                format!(
+                    "SELECT CAST(TABLE_ROWS AS CHAR), CAST(DATA_LENGTH + INDEX_LENGTH AS CHAR) \
+                     FROM information_schema.TABLES WHERE TABLE_SCHEMA = {schema} \
+                     AND TABLE_NAME = {name}"
+                )
+            }
+            // Writers wait on the whole file: no table lock queues the application.
+            SqlDialect::Sqlite => "SELECT NULL, NULL WHERE 0".to_string(),
+        }
+    }
+
     fn list_namespaces_sql(self, what: Namespaces) -> Option<String> {
         let sql: Option<&str> = match (self, what) {
             (SqlDialect::Sqlite, _) => None,

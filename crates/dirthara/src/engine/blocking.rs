@@ -1,0 +1,81 @@
+//! Before a locked command runs anything: the statements it would run that block the
+//! application while they rewrite, scan or index a big table are refused (`BLOCKING_DDL`),
+//! with each table's size read from the catalog of the connection it is on. The analysis
+//! and the policy are `dirthara_core::blocking`'s (pure); this is their I/O.
+
+use super::session::Session;
+use crate::blocking::{Judge, StepFinding};
+use crate::error::{Code, Error, ErrorKind, Result};
+use crate::events::{EventKind, Warning};
+use crate::plan::{Command, Plan};
+use crate::report::RunReport;
+
+impl Session<'_> {
+    /// Refuses the plan when a step would block the application on a table larger than
+    /// `blocking_table_size` (or fail wherever it runs); says so of the smaller ones, and of
+    /// those a directive or `--allow-blocking` lets run.
+    pub(super) async fn refuse_blocking_ddl(
+        &mut self,
+        planned: &Plan<'_>,
+        command: Command,
+        report: &mut RunReport,
+    ) -> Result<()> {
+        // `fresh` drops every table first: nothing it runs meets a table with rows.
+        if command == Command::Fresh || planned.steps.is_empty() {
+            return Ok(());
+        }
+        let config = &self.migrator.config;
+        let mut judge = Judge::new(&config.lint_disabled, config.allow_blocking);
+        for step in &planned.steps {
+            if step.reverses_nothing() {
+                continue;
+            }
+            let connection = step.migration.connection.as_str();
+            let backend = self.connection_named(connection).await?;
+            let capabilities = backend.capabilities();
+            let version = backend.server_version().map(str::to_string);
+            judge.analyze(
+                step.migration,
+                step.direction,
+                connection,
+                &capabilities,
+                version.as_deref(),
+            );
+        }
+        for (connection, tables) in judge.tables() {
+            let backend = self.connection_named(&connection).await?;
+            let sizes = backend.table_sizes(&tables).await?;
+            judge.sized(&connection, &tables, &sizes);
+        }
+        let limit = config.blocking_table_size;
+        let (refused, said): (Vec<StepFinding>, Vec<StepFinding>) =
+            judge.findings().into_iter().partition(|f| f.refuses(limit));
+        for finding in said
+            .iter()
+            .filter(|f| f.severity == crate::blocking::Severity::Blocking)
+        {
+            let warning = Warning::new(
+                Code::BlockingDdl,
+                match &finding.allowed {
+                    Some(reason) => format!(
+                        "migration {} ({}) {} runs a blocking statement, allowed ({reason}): \
+                         {finding}",
+                        finding.version, finding.name, finding.direction
+                    ),
+                    None => format!(
+                        "migration {} ({}) {}: {finding} (under blocking_table_size)",
+                        finding.version, finding.name, finding.direction
+                    ),
+                },
+            );
+            self.migrator
+                .events
+                .emit(EventKind::Warning(warning.clone()));
+            report.warnings.push(warning);
+        }
+        match refused.is_empty() {
+            true => Ok(()),
+            false => Err(Error::new(ErrorKind::BlockingDdl { findings: refused })),
+        }
+    }
+}
