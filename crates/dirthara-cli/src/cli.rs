@@ -239,10 +239,40 @@ pub(crate) enum Command {
         #[arg(long, value_name = "DURATION", value_parser = duration(&config::WAIT_TIMEOUT))]
         timeout: Option<Duration>,
     },
+    /// Say what each migration's statements would do to the tables they touch, without
+    /// running them: blocking DDL (table rewrites, scans and index builds under a lock the
+    /// application waits for), statements that fail in a transaction, and rolling-deploy
+    /// hazards; with a database, on its server version and its tables' sizes
+    Lint(LintArgs),
     /// Print a shell completion script
     Completions { shell: clap_complete::Shell },
     /// Print the manual page (roff), e.g. `dirthara man > /usr/local/share/man/man1/dirthara.1`
     Man,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct LintArgs {
+    /// Judge by the rules of the oldest supported server, without connecting, even where a
+    /// database URL is configured (without one, lint is offline anyway)
+    #[arg(long)]
+    pub offline: bool,
+    /// The database the files are written for, where no URL says: postgres or mysql
+    #[arg(long, value_name = "DATABASE", value_parser = ["postgres", "mysql"])]
+    pub dialect: Option<String>,
+    /// How to write the findings: human, github (GitHub Actions annotations) or sarif (SARIF
+    /// 2.1.0, for code-scanning); --output json writes them as one JSON document
+    #[arg(long, value_enum, default_value_t = LintFormat::Human)]
+    pub format: LintFormat,
+    /// List the rules (name, severity, lock, what it blocks, why) and exit
+    #[arg(long)]
+    pub rules: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum LintFormat {
+    Human,
+    Github,
+    Sarif,
 }
 
 #[derive(Debug, Args)]

@@ -69,6 +69,10 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
     let migrator = Migrator::new(config)
         .with_events(renderer.events())
         .with_shutdown(shutdown.clone());
+    // Over the configured connections, never a fleet's targets: it judges files.
+    if let Command::Lint(args) = &cli.command {
+        return crate::lint::run(&migrator, args, renderer).await;
+    }
     if let Some(source) = migrator.config().fleet.targets.clone() {
         return crate::fleet::run(cli.command, migrator, &source, renderer, &shutdown).await;
     }
@@ -129,7 +133,7 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             let timeout = wait_timeout(timeout)?;
             renderer.waited(&migrator.wait(until, timeout).await?)
         }
-        Command::Completions { .. } | Command::New { .. } | Command::Man => {
+        Command::Completions { .. } | Command::New { .. } | Command::Man | Command::Lint(_) => {
             unreachable!("handled above")
         }
     }

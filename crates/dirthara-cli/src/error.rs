@@ -39,6 +39,13 @@ pub(crate) enum CliError {
     /// A fleet run in which some target failed or was never started.
     #[error(transparent)]
     FleetIncomplete(FleetIncomplete),
+    /// `lint` found statements the files should not carry as they are (printed before).
+    #[error(
+        "{not_allowed} statement(s) would block the application on a big table or fail when \
+         they run; see the findings above. A file that must do it anyway (a maintenance window) \
+         says so with `-- dirthara:allow-blocking <reason>`"
+    )]
+    LintFindings { not_allowed: usize },
 }
 
 /// A fleet run that did not succeed on every target (the report printed before says which).
@@ -83,6 +90,7 @@ impl CliError {
             CliError::NotConfirmed(_)
             | CliError::NewRefused(_)
             | CliError::NotOverAFleet { .. } => dirthara::Code::ConfigError.as_str(),
+            CliError::LintFindings { .. } => dirthara::Code::BlockingDdl.as_str(),
             CliError::FleetIncomplete(incomplete) => match &incomplete.first {
                 Some((_, error)) => error.code().as_str(),
                 None => dirthara::Code::Interrupted.as_str(),

@@ -7,6 +7,7 @@ mod error;
 mod exit;
 mod flags;
 mod fleet;
+mod lint;
 mod render;
 mod scaffold;
 mod settings;

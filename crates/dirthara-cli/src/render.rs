@@ -103,7 +103,11 @@ impl Renderer {
         // Programs get the same facts as fields: one document, in place of the result. A
         // fleet's report, already printed, is that document: each target's error is in it.
         match self.format {
-            OutputFormat::Json if matches!(error, CliError::FleetIncomplete(_)) => {}
+            OutputFormat::Json
+                if matches!(
+                    error,
+                    CliError::FleetIncomplete(_) | CliError::LintFindings { .. }
+                ) => {}
             OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
             OutputFormat::Ndjson => {
                 let at = dirthara::format_timestamp(std::time::SystemTime::now());

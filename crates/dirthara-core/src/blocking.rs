@@ -86,6 +86,10 @@ pub struct StepFinding {
     /// `--allow-blocking`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub allowed: Option<String>,
+    /// Whether it stops the command it was judged for: a run refuses it (`BLOCKING_DDL`),
+    /// `lint` exits 1 with it. Set by [`StepFinding::judged_for_run`] or
+    /// [`StepFinding::judged_for_lint`].
+    pub refuses: bool,
 }
 
 fn serialize_opt_ms<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
@@ -133,6 +137,7 @@ impl StepFinding {
             message: format!("{}: {}", finding.message, rule.why),
             fix: rule.fix,
             allowed: None,
+            refuses: false,
         }
     }
 
@@ -150,6 +155,18 @@ impl StepFinding {
             },
             _ => false,
         }
+    }
+
+    /// It, with [`StepFinding::refuses`] set as a run judges it.
+    pub fn judged_for_run(mut self, limit: Option<u64>) -> Self {
+        self.refuses = self.refuses(limit);
+        self
+    }
+
+    /// It, with [`StepFinding::refuses`] set as `lint` judges it.
+    pub fn judged_for_lint(mut self, limit: Option<u64>) -> Self {
+        self.refuses = self.fails_lint(limit);
+        self
     }
 
     /// Whether `lint` counts it against the files (exit 1): a blocking or failing statement
@@ -171,20 +188,28 @@ impl std::fmt::Display for StepFinding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}:{}:{}: {} [{}]",
-            self.file, self.line, self.column, self.message, self.rule
-        )?;
+            "{}:{}:{}: {}",
+            self.file,
+            self.line,
+            self.column,
+            self.described()
+        )
+    }
+}
+
+impl StepFinding {
+    /// What it is, without where: the message, the rule, the table's size and the wait.
+    pub fn described(&self) -> String {
+        let mut text = format!("{} [{}]", self.message, self.rule);
         if let Some(bytes) = self.bytes {
-            write!(
-                f,
+            text += &format!(
                 "; `{}` holds {}",
                 self.table.as_deref().unwrap_or("?"),
                 size_words(self.rows, bytes)
-            )?;
+            );
         }
         if let Some(blocking) = self.blocking_for {
-            write!(
-                f,
+            text += &format!(
                 ", so the application would wait about {} ({} blocked)",
                 crate::format_duration(blocking),
                 match self.blocks {
@@ -192,10 +217,23 @@ impl std::fmt::Display for StepFinding {
                     Blocks::Writes => "writes",
                     _ => "nothing",
                 }
-            )?;
+            );
         }
-        Ok(())
+        text
     }
+}
+
+/// A statement the parser did not read, where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct UnreadStatement {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// Its first words.
+    pub statement: String,
+    /// Why the parser refused it.
+    pub reason: String,
 }
 
 /// Judges a plan's steps, in two halves around the I/O the engine does: [`Judge::analyze`]
@@ -205,6 +243,8 @@ impl std::fmt::Display for StepFinding {
 pub struct Judge {
     /// Each finding, on the connection it was made on, with its size once known.
     found: Vec<(String, StepFinding, Option<TableSize>)>,
+    /// The statements the parser did not read.
+    not_analysed: Vec<UnreadStatement>,
     disabled: std::collections::BTreeSet<String>,
     allow_all: bool,
     /// What each migration created, so nothing done to those tables later is flagged.
@@ -271,6 +311,15 @@ impl Judge {
             (None, true) => Some("--allow-blocking".to_string()),
             (None, false) => None,
         };
+        for unread in analysis.not_analysed {
+            self.not_analysed.push(UnreadStatement {
+                file: place.file.to_string(),
+                line: place.first_line + unread.line - 1,
+                column: unread.column,
+                statement: unread.statement,
+                reason: unread.reason,
+            });
+        }
         for finding in analysis.findings {
             if self.disabled.contains(finding.rule.name) {
                 continue;
@@ -310,6 +359,11 @@ impl Judge {
                 *size = sizes.get(at).copied().flatten();
             }
         }
+    }
+
+    /// The statements the parser did not read, in plan order: nothing is said of them.
+    pub fn not_analysed(&self) -> &[UnreadStatement] {
+        &self.not_analysed
     }
 
     /// Every finding, with its table's size where one was read, in plan order.

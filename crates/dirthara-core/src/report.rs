@@ -94,6 +94,11 @@ pub struct PreviewStep {
     pub retried: Option<String>,
     /// The exact text that would run.
     pub sql: String,
+    /// What its statements would do to the tables they touch, with each table's size and
+    /// the time the application would wait: blocking DDL, statements that fail in a
+    /// transaction, rolling-deploy hazards.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::blocking::StepFinding>,
 }
 
 fn serialize_opt_ms<S: serde::Serializer>(
@@ -129,6 +134,7 @@ impl PreviewStep {
             table_lock_timeout_rounded_from: None,
             retried: None,
             sql: sql.into(),
+            findings: Vec::new(),
         }
     }
 }

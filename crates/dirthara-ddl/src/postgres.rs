@@ -200,7 +200,7 @@ fn add_column(
         };
         found.push(flag(
             rule,
-            format!("column `{name}` of `{table}` is filled from a sequence for every row"),
+            format!("column `{name}` of `{table}` is filled from a sequence"),
         ));
         return found;
     }
@@ -229,13 +229,13 @@ fn add_column(
             ColumnOption::ForeignKey(fk) => found.push(flag(
                 &rules::ADDING_FOREIGN_KEY_CONSTRAINT,
                 format!(
-                    "column `{name}` of `{table}` references `{}`, checked for every row",
+                    "column `{name}` of `{table}` references `{}`",
                     fk.foreign_table
                 ),
             )),
             ColumnOption::Check(_) => found.push(flag(
                 &rules::CONSTRAINT_MISSING_NOT_VALID,
-                format!("column `{name}` of `{table}` has a CHECK, checked for every row"),
+                format!("column `{name}` of `{table}` has a CHECK constraint"),
             )),
             _ => {}
         }
@@ -273,10 +273,8 @@ fn rewrites_every_row(expr: &Expr, server: Server) -> Option<String> {
     let volatile = calls.iter().find(|call| !STABLE.contains(&call.as_str()))?;
     let known = VOLATILE.contains(&volatile.as_str());
     Some(match known {
-        true => format!("the volatile default `{expr}`, computed for every row"),
-        false => {
-            format!("the default `{expr}`, computed for every row if `{volatile}()` is volatile")
-        }
+        true => format!("the volatile default `{expr}`"),
+        false => format!("the default `{expr}` (volatile if `{volatile}()` is)"),
     })
 }
 

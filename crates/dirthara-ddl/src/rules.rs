@@ -170,7 +170,7 @@ pub const REQUIRE_CONCURRENT_INDEX_CREATION: Rule = rule!(
     "SHARE",
     Writes,
     IndexBuild,
-    "`CREATE INDEX` without `CONCURRENTLY` blocks every write to the table for the whole build",
+    "the build blocks every write to the table until it ends",
     "`CREATE INDEX CONCURRENTLY` in a migration of its own marked `-- dirthara:no-transaction`"
 );
 

@@ -23,7 +23,6 @@ use crate::backend::{Backend, BackendKind, ConnectRequest, Connector, UrlConnect
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::events::EventSink;
-use crate::history::AppliedMigration;
 use crate::lock::resolve_strategy;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::PlanOptions;
@@ -336,17 +335,6 @@ impl Migrator {
         .await
     }
 
-    async fn read_history_unlocked(
-        &self,
-        connections: &Connections,
-        operation: &str,
-    ) -> Result<Vec<AppliedMigration>> {
-        let mut history = self.connect_history(connections, operation).await?;
-        let result = history.read_history().await;
-        self.release_history(history, result.is_ok()).await;
-        Ok(result?.unwrap_or_default())
-    }
-
     /// Loads the migrations and connects the history connection, for a command that takes
     /// the lock. Loading touches no database, and a run that cannot be locked (SQLite with
     /// `locking = true`) is refused before connecting. On a database server the connection
@@ -450,12 +438,14 @@ mod attempts;
 mod blocking;
 mod commands;
 mod inspect;
+mod lint;
 mod load;
 mod preview;
 mod session;
 mod step;
 mod wait;
 
+pub use lint::{LintAgainst, LintReport};
 pub use wait::{WaitFor, WaitReport};
 
 #[cfg(test)]

@@ -148,9 +148,13 @@ pub use dirthara_macros::embed_migrations;
 
 pub use adopt::{AdoptSource, AdoptedRecord, AdoptionReport, Tool};
 pub use config::{Config, Layout, LockWait, Locking, MIN_LOCK_TTL};
+pub use dirthara_core::blocking::{StepFinding, UnreadStatement};
 #[cfg(feature = "failpoints")]
 pub use dirthara_core::planted_faults_from_env;
-pub use engine::{Migrator, WaitFor, WaitReport};
+/// The rules `lint` and the checks before a run apply (`docs/ddl-safety.md`).
+pub use dirthara_ddl::{rules, Rule, Severity};
+pub use dirthara_source::sql::SqlDialect;
+pub use engine::{LintAgainst, LintReport, Migrator, WaitFor, WaitReport};
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Blocker, Event, EventKind, EventSink, LockHolder, Warning};
 pub use format::{format_duration, format_timestamp};

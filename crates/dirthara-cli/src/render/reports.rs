@@ -121,6 +121,15 @@ impl Renderer {
                 step.name,
                 notes.join(", ")
             ));
+            for finding in &step.findings {
+                let verdict = match (&finding.allowed, finding.refuses) {
+                    (Some(reason), _) => format!("allowed: {reason}"),
+                    (None, true) => "WOULD REFUSE THE RUN (BLOCKING_DDL)".to_string(),
+                    (None, false) => finding.severity.as_str().to_string(),
+                };
+                stdout_line(&format!("-- ! {finding} [{verdict}]"));
+                stdout_line(&format!("--   fix: {}", finding.fix));
+            }
             stdout_line(step.sql.trim_end());
             stdout_line("");
         }

@@ -1,14 +1,67 @@
 //! Before a locked command runs anything: the statements it would run that block the
 //! application while they rewrite, scan or index a big table are refused (`BLOCKING_DDL`),
-//! with each table's size read from the catalog of the connection it is on. The analysis
-//! and the policy are `dirthara_core::blocking`'s (pure); this is their I/O.
+//! with each table's size read from the catalog of the connection it is on. `preview` shows
+//! the same findings. The analysis and the policy are `dirthara_core::blocking`'s (pure);
+//! this is their I/O.
 
 use super::session::Session;
-use crate::blocking::{Judge, StepFinding};
+use crate::backend::Backend;
+use crate::blocking::{Judge, Severity, StepFinding};
+use crate::config::Config;
 use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::{EventKind, Warning};
 use crate::plan::{Command, Plan};
 use crate::report::RunReport;
+
+/// Where the judge finds each step's connection.
+pub(super) trait Backends {
+    /// The open connection named `name`, opened when first asked for.
+    async fn backend(&mut self, name: &str) -> Result<&mut (dyn Backend + 'static)>;
+}
+
+impl Backends for Session<'_> {
+    async fn backend(&mut self, name: &str) -> Result<&mut (dyn Backend + 'static)> {
+        self.connection_named(name).await
+    }
+}
+
+/// Every finding on the steps of `planned`, each blocking one with its table's size as the
+/// catalog of its connection has it.
+pub(super) async fn judge_plan(
+    config: &Config,
+    planned: &Plan<'_>,
+    backends: &mut impl Backends,
+) -> Result<Vec<StepFinding>> {
+    let mut judge = Judge::new(&config.lint_disabled, config.allow_blocking);
+    for step in &planned.steps {
+        if step.reverses_nothing() {
+            continue;
+        }
+        let connection = step.migration.connection.as_str();
+        let backend = backends.backend(connection).await?;
+        let capabilities = backend.capabilities();
+        let version = backend.server_version().map(str::to_string);
+        judge.analyze(
+            step.migration,
+            step.direction,
+            connection,
+            &capabilities,
+            version.as_deref(),
+        );
+    }
+    for (connection, tables) in judge.tables() {
+        let sizes = backends
+            .backend(&connection)
+            .await?
+            .table_sizes(&tables)
+            .await?;
+        judge.sized(&connection, &tables, &sizes);
+    }
+    let limit = config.blocking_table_size;
+    Ok((judge.findings().into_iter())
+        .map(|finding| finding.judged_for_run(limit))
+        .collect())
+}
 
 impl Session<'_> {
     /// Refuses the plan when a step would block the application on a table larger than
@@ -25,35 +78,10 @@ impl Session<'_> {
             return Ok(());
         }
         let config = &self.migrator.config;
-        let mut judge = Judge::new(&config.lint_disabled, config.allow_blocking);
-        for step in &planned.steps {
-            if step.reverses_nothing() {
-                continue;
-            }
-            let connection = step.migration.connection.as_str();
-            let backend = self.connection_named(connection).await?;
-            let capabilities = backend.capabilities();
-            let version = backend.server_version().map(str::to_string);
-            judge.analyze(
-                step.migration,
-                step.direction,
-                connection,
-                &capabilities,
-                version.as_deref(),
-            );
-        }
-        for (connection, tables) in judge.tables() {
-            let backend = self.connection_named(&connection).await?;
-            let sizes = backend.table_sizes(&tables).await?;
-            judge.sized(&connection, &tables, &sizes);
-        }
-        let limit = config.blocking_table_size;
+        let findings = judge_plan(config, planned, self).await?;
         let (refused, said): (Vec<StepFinding>, Vec<StepFinding>) =
-            judge.findings().into_iter().partition(|f| f.refuses(limit));
-        for finding in said
-            .iter()
-            .filter(|f| f.severity == crate::blocking::Severity::Blocking)
-        {
+            findings.into_iter().partition(|f| f.refuses);
+        for finding in said.iter().filter(|f| f.severity == Severity::Blocking) {
             let warning = Warning::new(
                 Code::BlockingDdl,
                 match &finding.allowed {

@@ -2,6 +2,7 @@
 //! now. No lock is taken and nothing is changed, so the answer may be stale at once.
 
 use super::attempts::{giving_of, requested_timeout};
+use super::blocking::{judge_plan, Backends};
 use super::step::bracket_of;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
@@ -55,8 +56,26 @@ impl Migrator {
         let connections = self.connections();
         let available = self.migrations(command.down_steps(), &connections)?;
         self.checked(&connections)?;
-        let applied = self.read_history_unlocked(&connections, "preview").await?;
-        let planned = plan::plan(&available, &applied, command, self.plan_options())?;
+        let mut opened = Opened {
+            migrator: self,
+            connections: &connections,
+            history: self.connect_history(&connections, "preview").await?,
+            others: Default::default(),
+        };
+        let planned = async {
+            let applied = opened.history.read_history().await?.unwrap_or_default();
+            let planned = plan::plan(&available, &applied, command, self.plan_options())?;
+            // What its statements would do, sized on the live catalog (`fresh` meets only
+            // tables it just created).
+            let findings = match command {
+                Command::Fresh => Vec::new(),
+                _ => judge_plan(&self.config, &planned, &mut opened).await?,
+            };
+            Ok::<_, crate::error::Error>((planned, findings))
+        }
+        .await;
+        opened.close().await;
+        let (planned, mut findings) = planned?;
         // How each step would give way to the application's table locks, from what its
         // connection's kind of database offers.
         let history = self.config.history_connection.as_str();
@@ -119,11 +138,51 @@ impl Migrator {
                         .filter(|&requested| requested != applied)
                 });
                 step.retried = retried(giving(s), self.config.table_lock_retry_for);
+                let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut findings)
+                    .into_iter()
+                    .partition(|f| f.version == s.migration.version && f.direction == s.direction);
+                findings = rest;
+                step.findings = mine;
                 step
             })
             .collect();
         preview.warnings = planned.warnings;
         Ok(preview)
+    }
+}
+
+/// The connections a preview reads, open until it is done.
+struct Opened<'p> {
+    migrator: &'p Migrator,
+    connections: &'p super::Connections,
+    history: Box<dyn crate::backend::Backend>,
+    others: std::collections::BTreeMap<String, Box<dyn crate::backend::Backend>>,
+}
+
+impl Opened<'_> {
+    async fn close(self) {
+        self.history.close().await;
+        for (_, other) in self.others {
+            other.close().await;
+        }
+    }
+}
+
+impl Backends for Opened<'_> {
+    async fn backend(
+        &mut self,
+        name: &str,
+    ) -> Result<&mut (dyn crate::backend::Backend + 'static)> {
+        if name == self.migrator.config.history_connection {
+            return Ok(self.history.as_mut());
+        }
+        if !self.others.contains_key(name) {
+            let backend = (self.migrator)
+                .connect(self.connections, name, "preview", true)
+                .await?;
+            self.others.insert(name.to_string(), backend);
+        }
+        Ok(self.others.get_mut(name).expect("inserted above").as_mut())
     }
 }
 
