@@ -34,6 +34,11 @@ fn docs_readme() {
 }
 
 #[test]
+fn ddl_safety() {
+    run_page("docs/ddl-safety.md");
+}
+
+#[test]
 fn getting_started() {
     run_page("docs/getting-started.md");
 }

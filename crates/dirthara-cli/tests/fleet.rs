@@ -1544,3 +1544,79 @@ async fn a_connection_kept_for_the_next_target_carries_nothing_over() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Tenants differ in size: `preview` over a fleet judges each target on its own catalog and
+/// says which would refuse the run (`BLOCKING_DDL`), and `migrate` refuses only there.
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_preview_over_a_fleet_says_which_tenants_would_refuse() {
+    let Some(tenants) = Tenants::new(Server::Postgres, 2).await else {
+        return;
+    };
+    tenants
+        .db
+        .execute(
+            "CREATE TABLE tenant_1.big (id int PRIMARY KEY, n int, note text);\
+             INSERT INTO tenant_1.big SELECT i, i, 'row ' || i FROM generate_series(1, 20000) i;\
+             CREATE TABLE tenant_2.big (id int PRIMARY KEY, n int, note text);\
+             INSERT INTO tenant_2.big SELECT i, i, 'row ' || i FROM generate_series(1, 10) i;\
+             ANALYZE tenant_1.big; ANALYZE tenant_2.big;",
+        )
+        .await;
+    let m = Migrations::new();
+    m.add(
+        1,
+        "widen",
+        "ALTER TABLE big ALTER COLUMN n TYPE bigint;",
+        None,
+    );
+    let limit = ["--blocking-table-size", "256kB"];
+    let out = tenants
+        .fleet(
+            &m,
+            &[&["preview", "migrate", "--output", "json"][..], &limit].concat(),
+        )
+        .output()
+        .unwrap();
+    let report = json(&out);
+    let verdict = |name: &str| -> Vec<bool> {
+        let target = (report["targets"].as_array().unwrap().iter())
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {report}"));
+        (target["preview"]["steps"][0]["findings"]
+            .as_array()
+            .unwrap()
+            .iter())
+        .map(|f| f["refuses"].as_bool().unwrap())
+        .collect()
+    };
+    assert_eq!(verdict("tenant_1"), [true], "{report}");
+    assert_eq!(verdict("tenant_2"), [false], "{report}");
+    // For people: the one line per target says it.
+    let out = tenants
+        .fleet(&m, &[&["preview", "migrate"][..], &limit].concat())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    let line = |name: &str| -> String {
+        (stdout.lines().chain(stderr.lines()))
+            .find(|l| l.contains(name) && l.contains("step(s) to run"))
+            .unwrap_or_else(|| panic!("no line for {name}: {stdout}\n{stderr}"))
+            .to_string()
+    };
+    assert!(
+        line("tenant_1").contains("would refuse (BLOCKING_DDL): changing-column-type on `big`"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        !line("tenant_2").contains("would refuse"),
+        "{stdout}\n{stderr}"
+    );
+    // And the run refuses only there.
+    let out = tenants
+        .fleet(&m, &[&["migrate", "--keep-going"][..], &limit].concat())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
+    assert!(tenants.history(1).await.is_empty());
+    assert_eq!(tenants.history(2).await.len(), 1);
+}

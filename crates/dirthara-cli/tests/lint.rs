@@ -473,3 +473,114 @@ async fn mariadb_a_copying_alter_is_flagged_and_an_instant_add_column_is_not() {
     db.execute("ALTER TABLE orders ADD COLUMN extra INT NULL, ALGORITHM=INSTANT")
         .await;
 }
+
+/// The live server is the oracle: a statement a rule flags is rehearsed on an empty copy of
+/// its table, and what the server runs online is no finding. Offline, the rule stands.
+async fn the_server_disproves_what_it_runs_online(server: Server) {
+    let Some(db) = TestDb::create(server).await else {
+        return;
+    };
+    let (create, online, copying) = match server {
+        // A longer varchar is binary-compatible: no rewrite. int to bigint rewrites.
+        Server::Postgres => (
+            "CREATE TABLE orders (id int PRIMARY KEY, n int, email varchar(20))",
+            "ALTER TABLE orders ALTER COLUMN email TYPE varchar(60);",
+            "ALTER TABLE orders ALTER COLUMN n TYPE bigint;",
+        ),
+        // Under 256 bytes either way, the length prefix stays one byte: in place. INT to
+        // BIGINT copies the table.
+        _ => (
+            "CREATE TABLE orders (id INT PRIMARY KEY, n INT, email VARCHAR(20)) \
+             CHARACTER SET utf8mb4",
+            "ALTER TABLE orders MODIFY COLUMN email VARCHAR(60);",
+            "ALTER TABLE orders MODIFY COLUMN n BIGINT;",
+        ),
+    };
+    db.execute(create).await;
+    let m = Migrations::new();
+    m.add(1, "widen_email", online, None);
+    m.add(2, "widen_n", copying, None);
+    let rules = |args: &[&str]| -> Vec<(i64, String)> {
+        let out = dirthara(
+            &db.url,
+            m.path(),
+            &[&["lint", "--output", "json"][..], args].concat(),
+        )
+        .output()
+        .unwrap();
+        let (stdout, stderr) = text(&out);
+        let document: serde_json::Value =
+            serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"));
+        (document["findings"].as_array().unwrap().iter())
+            .map(|f| {
+                (
+                    f["version"].as_i64().unwrap(),
+                    f["rule"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let rule = match server {
+        Server::Postgres => "changing-column-type",
+        _ => "mysql-copying-alter",
+    };
+    assert_eq!(rules(&[]), [(2, rule.to_string())]);
+    assert_eq!(
+        rules(&["--offline"]),
+        [(1, rule.to_string()), (2, rule.to_string())]
+    );
+    // The rehearsal left nothing behind.
+    let tables = db.tables().await;
+    assert!(
+        !tables.iter().any(|t| t.starts_with("dirthara_rehearsal")),
+        "{tables:?}"
+    );
+    assert_eq!(
+        db.strings(&match server {
+            Server::Postgres => "SELECT data_type::text FROM information_schema.columns \
+                 WHERE table_name = 'orders' AND column_name = 'n'"
+                .to_string(),
+            _ => "SELECT CAST(DATA_TYPE AS CHAR) FROM information_schema.COLUMNS \
+                  WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'orders' AND COLUMN_NAME = 'n'"
+                .to_string(),
+        })
+        .await,
+        [match server {
+            Server::Postgres => "integer",
+            _ => "int",
+        }]
+    );
+}
+
+#[tokio::test]
+async fn postgres_the_server_disproves_what_it_runs_online() {
+    the_server_disproves_what_it_runs_online(Server::Postgres).await;
+}
+
+#[tokio::test]
+async fn mariadb_the_server_disproves_what_it_runs_online() {
+    the_server_disproves_what_it_runs_online(Server::Mysql).await;
+}
+
+/// docs/ddl-safety.md has one entry per rule (a `### <rule>` heading), and no entry for a
+/// rule that does not exist.
+#[test]
+fn every_rule_has_its_entry_in_the_ddl_safety_page() {
+    let out = dirthara_command()
+        .args(["lint", "--rules", "--output", "json"])
+        .output()
+        .unwrap();
+    let rules: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut rules: Vec<String> = (rules.as_array().unwrap().iter())
+        .map(|rule| rule["name"].as_str().unwrap().to_string())
+        .collect();
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ddl-safety.md");
+    let page = std::fs::read_to_string(page).unwrap();
+    let mut entries: Vec<String> = (page.lines())
+        .filter_map(|line| line.strip_prefix("### "))
+        .map(str::to_string)
+        .collect();
+    rules.sort();
+    entries.sort();
+    assert_eq!(entries, rules);
+}

@@ -21,13 +21,39 @@ pub struct TableSize {
     pub rows: Option<u64>,
     /// Its bytes, with its indexes (and, for a partitioned table, every partition's).
     pub bytes: u64,
+    /// The relations an `ALTER` of it locks one after the other: itself, and its partitions
+    /// and inheritance children (PostgreSQL); 1 elsewhere.
+    pub relations: u32,
 }
 
 impl TableSize {
-    /// A table of `rows` (when known) and `bytes`.
+    /// A table of `rows` (when known) and `bytes`, locked as one relation.
     pub fn new(rows: Option<u64>, bytes: u64) -> Self {
-        TableSize { rows, bytes }
+        TableSize {
+            rows,
+            bytes,
+            relations: 1,
+        }
     }
+
+    /// It, locked as `relations` relations (at least one).
+    pub fn with_relations(mut self, relations: u32) -> Self {
+        self.relations = relations.max(1);
+        self
+    }
+}
+
+/// The table locks a step takes that the application can queue behind, as counted for
+/// dividing its `table_lock_timeout` between them: every statement's, when the step runs in
+/// one transaction (each lock is held until it ends); else the most any one statement takes
+/// (each commits, and lets go, before the next).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StepLocks {
+    pub version: i64,
+    pub direction: Direction,
+    /// At least 1.
+    pub locks: u32,
 }
 
 /// How fast a server works through a table's bytes while the application waits, per kind of
@@ -242,13 +268,50 @@ pub struct UnreadStatement {
 #[derive(Debug, Default)]
 pub struct Judge {
     /// Each finding, on the connection it was made on, with its size once known.
-    found: Vec<(String, StepFinding, Option<TableSize>)>,
+    found: Vec<Found>,
     /// The statements the parser did not read.
     not_analysed: Vec<UnreadStatement>,
     disabled: std::collections::BTreeSet<String>,
     allow_all: bool,
     /// What each migration created, so nothing done to those tables later is flagged.
     contexts: std::collections::BTreeMap<(i64, bool), dirthara_ddl::Context>,
+    /// Each step read: its connection, whether it runs in one transaction, and each
+    /// statement's table locks.
+    steps: Vec<ReadStep>,
+    /// The sizes read, by connection and table as written.
+    sizes: std::collections::BTreeMap<(String, String), TableSize>,
+}
+
+/// A finding as the judge keeps it until the sizes and the server's answers are in.
+#[derive(Debug)]
+struct Found {
+    connection: String,
+    finding: StepFinding,
+    size: Option<TableSize>,
+    /// The statement as written, and the dialect it was read in: for a rehearsal.
+    statement: String,
+    dialect: dirthara_ddl::SqlDialect,
+    /// The live server ran the statement's online form on an empty copy: it does not block.
+    disproved: bool,
+}
+
+/// A statement the live server is asked about ([`Judge::rehearsals`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AskServer {
+    /// Which of the judge's findings it would confirm or disprove.
+    pub finding: usize,
+    /// The connection the statement runs on.
+    pub connection: String,
+    pub rehearsal: dirthara_ddl::Rehearsal,
+}
+
+#[derive(Debug)]
+struct ReadStep {
+    version: i64,
+    direction: Direction,
+    connection: String,
+    transactional: bool,
+    statement_locks: Vec<Vec<dirthara_ddl::LockTarget>>,
 }
 
 impl Judge {
@@ -311,6 +374,13 @@ impl Judge {
             (None, true) => Some("--allow-blocking".to_string()),
             (None, false) => None,
         };
+        self.steps.push(ReadStep {
+            version: migration.version,
+            direction,
+            connection: connection.to_string(),
+            transactional,
+            statement_locks: analysis.statement_locks,
+        });
         for unread in analysis.not_analysed {
             self.not_analysed.push(UnreadStatement {
                 file: place.file.to_string(),
@@ -326,20 +396,38 @@ impl Judge {
             }
             let mut step_finding = StepFinding::new(place, &finding, None);
             step_finding.allowed = allowed.clone();
-            self.found
-                .push((connection.to_string(), step_finding, None));
+            self.found.push(Found {
+                connection: connection.to_string(),
+                finding: step_finding,
+                size: None,
+                statement: finding.statement,
+                dialect,
+                disproved: false,
+            });
         }
     }
 
     /// The tables whose size would decide something, on each connection: those of blocking
-    /// findings.
+    /// findings, and those a step locks (whose partitions count).
     pub fn tables(&self) -> std::collections::BTreeMap<String, Vec<String>> {
         let mut tables: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-        for (connection, finding, _) in &self.found {
-            if let (Severity::Blocking, Some(table)) = (finding.severity, &finding.table) {
-                let list = tables.entry(connection.clone()).or_default();
-                if !list.contains(table) {
-                    list.push(table.clone());
+        let mut add = |connection: &str, table: &str| {
+            let list = tables.entry(connection.to_string()).or_default();
+            if !list.iter().any(|t| t == table) {
+                list.push(table.to_string());
+            }
+        };
+        for found in self.found.iter().filter(|f| !f.disproved) {
+            if let (Severity::Blocking, Some(table)) =
+                (found.finding.severity, &found.finding.table)
+            {
+                add(&found.connection, table);
+            }
+        }
+        for step in &self.steps {
+            for lock in step.statement_locks.iter().flatten() {
+                if let dirthara_ddl::LockTarget::Table { name, .. } = lock {
+                    add(&step.connection, name);
                 }
             }
         }
@@ -348,17 +436,53 @@ impl Judge {
 
     /// The sizes of `tables` on `connection`, as [`Judge::tables`] listed them.
     pub fn sized(&mut self, connection: &str, tables: &[String], sizes: &[Option<TableSize>]) {
-        for (found_on, finding, size) in &mut self.found {
-            let Some(table) = &finding.table else {
+        for (table, size) in tables.iter().zip(sizes) {
+            if let Some(size) = size {
+                (self.sizes).insert((connection.to_string(), table.clone()), *size);
+            }
+        }
+        for found in &mut self.found {
+            let Some(table) = &found.finding.table else {
                 continue;
             };
-            if found_on != connection || finding.severity != Severity::Blocking {
+            if found.connection != connection || found.finding.severity != Severity::Blocking {
                 continue;
             }
             if let Some(at) = tables.iter().position(|t| t == table) {
-                *size = sizes.get(at).copied().flatten();
+                found.size = sizes.get(at).copied().flatten();
             }
         }
+    }
+
+    /// Each step's table locks, once sized: a table counts its partitions and children
+    /// (unless `ONLY`), a table the catalog does not have counts one, and so does a lock on
+    /// a table the analysis could not name.
+    pub fn step_locks(&self) -> Vec<StepLocks> {
+        (self.steps.iter())
+            .map(|step| {
+                let counted = |locks: &Vec<dirthara_ddl::LockTarget>| -> u32 {
+                    (locks.iter())
+                        .map(|lock| match lock {
+                            dirthara_ddl::LockTarget::Table { name, only: false } => self
+                                .sizes
+                                .get(&(step.connection.clone(), name.clone()))
+                                .map_or(1, |size| size.relations),
+                            _ => 1,
+                        })
+                        .fold(0u32, u32::saturating_add)
+                };
+                let per_statement = step.statement_locks.iter().map(counted);
+                let locks = match step.transactional {
+                    true => per_statement.fold(0u32, u32::saturating_add),
+                    false => per_statement.max().unwrap_or(0),
+                };
+                StepLocks {
+                    version: step.version,
+                    direction: step.direction,
+                    locks: locks.max(1),
+                }
+            })
+            .collect()
     }
 
     /// The statements the parser did not read, in plan order: nothing is said of them.
@@ -366,10 +490,41 @@ impl Judge {
         &self.not_analysed
     }
 
-    /// Every finding, with its table's size where one was read, in plan order.
+    /// What to ask the live server: each blocking finding whose rule the server can confirm
+    /// by rehearsing the statement on an empty copy of its table (see
+    /// [`dirthara_ddl::rehearsal`]). `copy` names the copy.
+    pub fn rehearsals(&self, copy: &str) -> Vec<AskServer> {
+        (self.found.iter().enumerate())
+            .filter(|(_, found)| found.finding.severity == Severity::Blocking)
+            .filter_map(|(index, found)| {
+                let rule = dirthara_ddl::rule_named(found.finding.rule)?;
+                let rehearsal =
+                    dirthara_ddl::rehearsal(rule, &found.statement, found.dialect, copy)?;
+                Some(AskServer {
+                    finding: index,
+                    connection: found.connection.clone(),
+                    rehearsal,
+                })
+            })
+            .collect()
+    }
+
+    /// The server's answer to [`Judge::rehearsals`]' `finding`: `false` when it ran the
+    /// statement online (no rewrite, or an online algorithm accepted), which drops the
+    /// finding; `true` confirms it.
+    pub fn rehearsed(&mut self, finding: usize, blocks: bool) {
+        if let Some(found) = self.found.get_mut(finding) {
+            found.disproved = !blocks;
+        }
+    }
+
+    /// Every finding the server did not disprove, with its table's size where one was read,
+    /// in plan order.
     pub fn findings(self) -> Vec<StepFinding> {
         (self.found.into_iter())
-            .map(|(_, mut finding, size)| {
+            .filter(|found| !found.disproved)
+            .map(|Found { finding, size, .. }| (finding, size))
+            .map(|(mut finding, size)| {
                 if let Some(size) = size {
                     finding.rows = size.rows;
                     finding.bytes = Some(size.bytes);

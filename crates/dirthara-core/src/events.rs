@@ -156,6 +156,10 @@ pub enum EventKind {
         /// Who held the lock, where the database could tell.
         #[serde(skip_serializing_if = "Option::is_none")]
         blocker: Option<Blocker>,
+        /// It did not wait out the timeout: the database found it in a deadlock with the
+        /// application and undid it (PostgreSQL `40P01`, MySQL 1213).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        deadlock: bool,
         /// The pause before the next attempt (`retry_in_ms` in JSON).
         #[serde(rename = "retry_in_ms", serialize_with = "serialize_ms")]
         retry_in: Duration,
@@ -260,6 +264,55 @@ pub struct EventSink {
     receive: Arc<dyn Fn(&Event) + Send + Sync>,
     /// Written into every event this sink stamps: the fleet target it reports for.
     target: Option<Arc<str>>,
+}
+
+impl EventKind {
+    /// What a [`EventKind::TableLockTimeout`] says, as its warning's message (the same in
+    /// human output, on stderr while the run goes on, and in the `--output json` report's
+    /// `warnings`); `None` for any other event.
+    pub fn gave_way_message(&self) -> Option<String> {
+        let EventKind::TableLockTimeout {
+            version,
+            name,
+            direction,
+            attempt,
+            waited,
+            rounded_from,
+            table,
+            blocker,
+            deadlock,
+            retry_in,
+            budget_left,
+        } = self
+        else {
+            return None;
+        };
+        let table = table
+            .as_deref()
+            .map_or("its table".into(), |t| format!("`{t}`"));
+        let holder = blocker
+            .as_ref()
+            .map_or_else(|| "another session".to_string(), |b| b.to_string());
+        let rounded = rounded_from.map_or_else(String::new, |asked| {
+            format!(
+                " (the {} asked for, rounded up: the database counts whole seconds)",
+                crate::format_duration(asked)
+            )
+        });
+        let gave_way = match deadlock {
+            true => "was undone by the database to break a deadlock with the application".into(),
+            false => format!(
+                "gave way to the application after waiting {}{rounded}",
+                crate::format_duration(*waited)
+            ),
+        };
+        Some(format!(
+            "migration {version} ({name}) {direction}, attempt {attempt}, {gave_way}: {table} is \
+             locked by {holder}; trying again in {}, {} of the retry budget left",
+            crate::format_duration(*retry_in),
+            crate::format_duration(*budget_left)
+        ))
+    }
 }
 
 impl EventSink {

@@ -92,6 +92,11 @@ pub struct PreviewStep {
     /// gave way`), for how long at most (`table_lock_retry_for`); or why it never is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retried: Option<String>,
+    /// The table locks it takes that the application can queue behind, where more than one
+    /// (its partitions and children counted): `table_lock_timeout` is shared between them,
+    /// so that their waits add up to at most it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_locks: Option<u32>,
     /// The exact text that would run.
     pub sql: String,
     /// What its statements would do to the tables they touch, with each table's size and
@@ -133,6 +138,7 @@ impl PreviewStep {
             table_lock_timeout: None,
             table_lock_timeout_rounded_from: None,
             retried: None,
+            table_locks: None,
             sql: sql.into(),
             findings: Vec::new(),
         }

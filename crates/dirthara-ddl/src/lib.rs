@@ -21,12 +21,16 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 mod heads;
+mod locks;
 mod mysql;
 mod postgres;
+mod rehearse;
 pub mod rules;
 mod server;
 
 pub use dirthara_source::sql::SqlDialect;
+pub use locks::LockTarget;
+pub use rehearse::{rehearsal, Rehearsal};
 pub use rules::{rule_named, Blocks, Rule, Severity, Work, RULES};
 pub use server::Server;
 
@@ -44,6 +48,10 @@ pub struct Finding {
     pub table: Option<String>,
     /// What this statement does, in a sentence (the rule says why that matters).
     pub message: String,
+    /// The statement's code, as the migration wrote it (without the comments before it):
+    /// what a rehearsal on the live server runs, retargeted ([`rehearsal`]).
+    #[serde(skip)]
+    pub statement: String,
 }
 
 fn serialize_rule<S: serde::Serializer>(rule: &&'static Rule, s: S) -> Result<S::Ok, S::Error> {
@@ -58,6 +66,7 @@ impl Finding {
             column: at.1,
             table,
             message,
+            statement: String::new(),
         }
     }
 }
@@ -80,6 +89,8 @@ pub struct NotAnalysed {
 pub struct StepAnalysis {
     pub findings: Vec<Finding>,
     pub not_analysed: Vec<NotAnalysed>,
+    /// Each statement's table locks the application can queue behind, in order.
+    pub statement_locks: Vec<Vec<LockTarget>>,
 }
 
 /// What the analysis knows of the migration around a step: the tables it created, which
@@ -155,6 +166,8 @@ pub fn analyze_step(
             Ok(parsed) => {
                 let mut found = Vec::new();
                 for parsed in &parsed {
+                    // Before the statement is read: what it creates is new only after it.
+                    (analysis.statement_locks).push(locks::statement_locks(parsed, context));
                     match dialect {
                         SqlDialect::MySql => {
                             mysql::statement(parsed, &place, server, context, &mut found)
@@ -171,20 +184,28 @@ pub fn analyze_step(
                 }
                 found
             }
-            Err(error) => match heads::statement(code, &place, dialect, transactional, context) {
-                Some(found) => found,
-                None => {
-                    analysis.not_analysed.push(NotAnalysed {
-                        line: place.line,
-                        column: place.column,
-                        statement: excerpt(code),
-                        reason: error.to_string().replace("sql parser error: ", ""),
-                    });
-                    Vec::new()
+            Err(error) => {
+                (analysis.statement_locks).push(vec![LockTarget::Unnamed]);
+                match heads::statement(code, &place, dialect, transactional, context) {
+                    Some(found) => found,
+                    None => {
+                        analysis.not_analysed.push(NotAnalysed {
+                            line: place.line,
+                            column: place.column,
+                            statement: excerpt(code),
+                            reason: error.to_string().replace("sql parser error: ", ""),
+                        });
+                        Vec::new()
+                    }
                 }
-            },
+            }
         };
-        analysis.findings.extend(found);
+        analysis
+            .findings
+            .extend(found.into_iter().map(|mut finding| {
+                finding.statement = code.trim_end().trim_end_matches(';').to_string();
+                finding
+            }));
     }
     analysis
 }

@@ -303,3 +303,29 @@ fn a_mysql_delimiter_script_is_read_as_the_client_reads_it() {
         .collect();
     assert_eq!(names, [("mysql-copying-alter", 3)]);
 }
+
+#[test]
+fn each_statement_says_the_table_locks_the_application_can_queue_behind() {
+    let step = "CREATE TABLE fresh (id int REFERENCES users (id));\n\
+                ALTER TABLE fresh ADD COLUMN n int;\n\
+                ALTER TABLE ONLY orders ADD CONSTRAINT fk FOREIGN KEY (u) REFERENCES users (id) NOT VALID;\n\
+                SELECT count(*) FROM orders;\n\
+                UPDATE orders SET n = 1;\n\
+                CREATE INDEX CONCURRENTLY o_n ON orders (n)";
+    let found = analyze_step(step, pg(), false, &mut Context::default());
+    let table = |name: &str, only: bool| LockTarget::Table {
+        name: name.into(),
+        only,
+    };
+    assert_eq!(
+        found.statement_locks,
+        [
+            vec![table("users", false)],
+            vec![],
+            vec![table("orders", true), table("users", false)],
+            vec![],
+            vec![LockTarget::Unnamed],
+            vec![table("orders", false)],
+        ]
+    );
+}

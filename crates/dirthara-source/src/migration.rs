@@ -12,7 +12,7 @@ use crate::layout::{DirectoryLayout, Layout};
 pub const DEFAULT_CONNECTION: &str = "default";
 
 /// Which way a step moves the database.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Direction {
     Up,

@@ -244,6 +244,14 @@ pub(crate) trait Backend: LockHost + Send {
         Ok(vec![None; tables.len()])
     }
 
+    /// Asks the server whether a statement a rule flagged really rewrites or copies its table,
+    /// by rehearsing it on an empty copy ([`dirthara_ddl::Rehearsal`]): `Some(true)` it does,
+    /// `Some(false)` the server ran it online, `None` it could not tell (the copy could not
+    /// be made, the statement failed on it for another reason). Leaves nothing behind.
+    async fn rehearse(&mut self, _rehearsal: &dirthara_ddl::Rehearsal) -> Option<bool> {
+        None
+    }
+
     /// Closes the connection (releasing any session state).
     async fn close(self: Box<Self>);
 }

@@ -98,6 +98,7 @@ pub mod config {
 /// (which variables are settings, which are typos of one), and the configuration files'
 /// size cap. An application embedding the library does not need it.
 pub mod cli_support {
+    pub use dirthara_core::blocking::human_bytes;
     pub use dirthara_core::config::{
         check_jobs, is_setting_variable, read_config_file, unknown_variables, FileForm, Origin,
         Setting, SettingRow, UnknownVariable, MAX_CONFIG_FILE_BYTES, SETTINGS, WAIT_TIMEOUT,

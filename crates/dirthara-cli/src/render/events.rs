@@ -205,42 +205,9 @@ impl Renderer {
 
 /// `warning [TABLE_LOCK_TIMEOUT]: ...`: one line per attempt that gave way.
 fn table_lock_line(event: &EventKind) -> String {
-    let EventKind::TableLockTimeout {
-        version,
-        name,
-        direction,
-        attempt,
-        waited,
-        rounded_from,
-        table,
-        blocker,
-        retry_in,
-        budget_left,
-        ..
-    } = event
-    else {
-        return String::new();
-    };
-    let table = table
-        .as_deref()
-        .map_or("its table".into(), |t| format!("`{t}`"));
-    let holder = blocker
-        .as_ref()
-        .map_or_else(|| "another session".to_string(), |b| b.to_string());
-    let rounded = rounded_from.map_or_else(String::new, |asked| {
-        format!(
-            " (the {} asked for, rounded up: the database counts whole seconds)",
-            format_duration(asked)
-        )
-    });
-    format!(
-        "warning [TABLE_LOCK_TIMEOUT]: migration {version} ({name}) {direction}, attempt \
-         {attempt}, gave way to the application after waiting {}{rounded}: {table} is locked \
-         by {holder}; trying again in {}, {} of the retry budget left",
-        format_duration(*waited),
-        format_duration(*retry_in),
-        format_duration(*budget_left)
-    )
+    event.gave_way_message().map_or_else(String::new, |m| {
+        format!("warning [TABLE_LOCK_TIMEOUT]: {m}")
+    })
 }
 
 /// The line of an event that `-q` never hides: warnings, and what a run's operator must not
@@ -299,16 +266,22 @@ fn table_lock_freed_line(event: &EventKind) -> String {
     else {
         return String::new();
     };
-    let holder = blocker
-        .as_ref()
-        .and_then(|b| b.session_id)
-        .map_or_else(|| "the session".to_string(), |id| format!("session {id}"));
+    let holder = match blocker.as_ref() {
+        Some(b) if b.likely => b.session_id.map_or_else(
+            || "the session, which probably held the lock,".to_string(),
+            |id| format!("session {id}, which probably held the lock,"),
+        ),
+        _ => blocker.as_ref().and_then(|b| b.session_id).map_or_else(
+            || "the session, which held the lock,".to_string(),
+            |id| format!("session {id}, which held the lock,"),
+        ),
+    };
     let wait = match wait.is_zero() {
         true => "without waiting for the lock".to_string(),
         false => format!("waiting at most {} for the lock", format_duration(*wait)),
     };
     format!(
-        "migration {version} ({name}) {direction}: {holder}, which held the lock, is done; \
+        "migration {version} ({name}) {direction}: {holder} is done; \
          trying again now, {} before the pause would have ended, {wait}",
         format_duration(*pause_left)
     )

@@ -98,6 +98,24 @@ fn detail(target: &TargetReport) -> String {
     }
     if let Some(preview) = &target.preview {
         parts.push(format!("{} step(s) to run", preview.steps.len()));
+        // Tenants differ in size: the verdict is this target's.
+        let refusing: Vec<String> = (preview.steps.iter())
+            .flat_map(|step| &step.findings)
+            .filter(|finding| finding.refuses)
+            .map(|finding| {
+                let size = (finding.bytes).map_or_else(String::new, |bytes| {
+                    format!(" ({})", dirthara::cli_support::human_bytes(bytes))
+                });
+                let table = finding.table.as_deref().unwrap_or("?");
+                format!("{} on `{table}`{size}", finding.rule)
+            })
+            .collect();
+        if !refusing.is_empty() {
+            parts.push(format!(
+                "would refuse (BLOCKING_DDL): {}",
+                refusing.join(", ")
+            ));
+        }
     }
     if !target.applied.is_empty() {
         parts.push(format!("{} applied", target.applied.len()));

@@ -102,14 +102,18 @@ impl Renderer {
             }
             match (step.table_lock_timeout, &step.retried) {
                 (Some(timeout), Some(retried)) => notes.push(format!(
-                    "gives way after waiting {}{} for a table lock; retried {retried}",
+                    "gives way after waiting {}{} for {}; retried {retried}",
                     dirthara::format_duration(timeout),
                     step.table_lock_timeout_rounded_from
                         .map_or_else(String::new, |asked| format!(
                             " (the {} asked for, rounded up: the database counts whole \
                              seconds)",
                             dirthara::format_duration(asked)
-                        ))
+                        )),
+                    match step.table_locks {
+                        Some(locks) => format!("its {locks} table locks in all, each its share"),
+                        None => "a table lock".to_string(),
+                    }
                 )),
                 (None, Some(why)) => notes.push(why.clone()),
                 _ => {}

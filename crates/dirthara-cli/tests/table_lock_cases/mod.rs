@@ -20,6 +20,7 @@ pub(crate) mod blockers;
 pub(crate) mod early;
 pub(crate) mod pooler;
 pub(crate) mod settings;
+pub(crate) mod step_budget;
 pub(crate) mod traps;
 
 use std::time::{Duration, Instant};

@@ -59,6 +59,11 @@ pub struct DatabaseError {
     /// MySQL/MariaDB error 1205 "Lock wait timeout exceeded", or MySQL's 3572 `NOWAIT`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lock_not_available: bool,
+    /// The database broke a deadlock by undoing this statement's transaction (PostgreSQL
+    /// SQLSTATE `40P01`; MySQL/MariaDB error 1213): it was waiting for a lock another
+    /// session holds, and gave way as after a lock timeout, so it is retried the same way.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deadlock_victim: bool,
     /// The driver's own error (sqlx, the MongoDB driver), as [`source`](std::error::Error::source).
     #[serde(skip)]
     pub(crate) driver: Option<Arc<dyn std::error::Error + Send + Sync>>,
@@ -78,7 +83,7 @@ impl PartialEq for DatabaseError {
                 e.constraint.clone(),
                 e.table.clone(),
                 (e.file.clone(), e.line, e.column, e.blocker.clone()),
-                (e.connection_lost, e.lock_not_available),
+                (e.connection_lost, e.lock_not_available, e.deadlock_victim),
             )
         };
         facts(self) == facts(other)

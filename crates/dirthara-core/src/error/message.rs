@@ -205,11 +205,18 @@ impl Error {
                 } else {
                     write!(f, "\nNothing was applied and nothing recorded.")?;
                 }
+                let end = match error.blocker.as_ref().is_some_and(|b| b.likely) {
+                    // Never advise ending a session dirthara only guessed at.
+                    true => {
+                        "find the session holding the lock (the one named above is a \
+                             guess: do not end it on that alone) and wait for it to finish"
+                    }
+                    false => "end the session holding the lock (or wait for it to finish)",
+                };
                 write!(
                     f,
-                    " To get past it: end the session holding the lock (or wait for it to \
-                     finish), raise --table-lock-retry-for (`table_lock_retry_for`), or run at \
-                     a quieter time"
+                    " To get past it: {end}, raise --table-lock-retry-for \
+                     (`table_lock_retry_for`), or run at a quieter time"
                 )
             }
             ErrorKind::Dirty {

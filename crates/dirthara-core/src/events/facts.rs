@@ -138,6 +138,10 @@ pub struct Blocker {
 
 impl fmt::Display for Blocker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // A guess is never written as a fact: it comes after "another session".
+        if self.likely {
+            f.write_str("another session; a guess, not certain: perhaps ")?;
+        }
         match self.session_id {
             Some(id) => write!(f, "session {id}")?,
             None => f.write_str("a session")?,
@@ -167,8 +171,11 @@ impl fmt::Display for Blocker {
         }
         if self.likely {
             f.write_str(
-                " — most likely: the server does not report who holds metadata locks, and this \
-                 is the oldest transaction open since before the statement began to wait",
+                ", the oldest transaction open since before the statement began to wait. The \
+                 server does not report who holds metadata locks: on MariaDB, \
+                 `INSTALL SONAME 'metadata_lock_info'` (no restart) makes the answer certain; on \
+                 MySQL, `performance_schema = ON` with the `wait/lock/metadata/sql/mdl` \
+                 instrument",
             )?;
         }
         Ok(())

@@ -113,6 +113,17 @@ pub fn as_applied(timeout: Duration, unit: Duration) -> Duration {
     )
 }
 
+/// What each of a step's `locks` table locks may wait, so that their waits add up to at
+/// most `timeout`: PostgreSQL bounds each lock on its own, and a step holding its first lock
+/// while it waits for the next keeps the application waiting for both. Never under the
+/// shortest wait a database bounds (1 ms: PostgreSQL's 0 means no bound at all), and rounded
+/// up to `unit` where the database counts coarser (MySQL's whole seconds: there the sum may
+/// exceed `timeout`, and a step's DDL commits, releasing its locks, statement by statement).
+pub fn per_lock(timeout: Duration, locks: u32, unit: Duration) -> Duration {
+    let share = (timeout / locks.max(1)).max(Duration::from_millis(1));
+    as_applied(share, unit)
+}
+
 /// The attempts made so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SoFar {
@@ -182,6 +193,18 @@ mod tests {
     use super::*;
 
     const SECOND: Duration = Duration::from_secs(1);
+
+    #[test]
+    fn a_steps_locks_share_its_timeout() {
+        let ms = Duration::from_millis;
+        assert_eq!(per_lock(2 * SECOND, 1, ms(1)), 2 * SECOND);
+        assert_eq!(per_lock(2 * SECOND, 4, ms(1)), ms(500));
+        assert_eq!(per_lock(2 * SECOND, 3, ms(1)), ms(667));
+        assert!(3 * per_lock(2 * SECOND, 3, Duration::ZERO) <= 2 * SECOND);
+        // Never no bound at all, and MySQL's whole seconds.
+        assert_eq!(per_lock(ms(5), 100, ms(1)), ms(1));
+        assert_eq!(per_lock(2 * SECOND, 3, SECOND), SECOND);
+    }
 
     fn shape() -> StepShape {
         StepShape {

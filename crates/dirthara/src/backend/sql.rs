@@ -20,6 +20,7 @@ mod error;
 mod history;
 mod lease;
 mod observer;
+mod rehearse;
 mod script;
 mod steps;
 
@@ -303,12 +304,17 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             let number = |row: &[Option<String>], i: usize| -> Option<u64> {
                 row.get(i)?.as_deref()?.parse().ok()
             };
-            sizes.push(
-                rows.first()
-                    .and_then(|row| Some(TableSize::new(number(row, 0), number(row, 1)?))),
-            );
+            sizes.push(rows.first().and_then(|row| {
+                let size = TableSize::new(number(row, 0), number(row, 1)?);
+                let relations = number(row, 2).map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX));
+                Some(size.with_relations(relations))
+            }));
         }
         Ok(sizes)
+    }
+
+    async fn rehearse(&mut self, rehearsal: &dirthara_ddl::Rehearsal) -> Option<bool> {
+        rehearse::rehearse(&mut self.driver, rehearsal).await
     }
 
     async fn close(self: Box<Self>) {

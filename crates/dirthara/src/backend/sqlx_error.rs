@@ -62,6 +62,7 @@ fn postgres_facts(
     // and class 08 (connection exception) end the session.
     facts.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
     facts.lock_not_available = pg.code() == "55P03";
+    facts.deadlock_victim = pg.code() == "40P01";
     let position = match pg.position() {
         Some(sqlx::postgres::PgErrorPosition::Original(position)) => Some(position),
         _ => None,
@@ -75,5 +76,6 @@ fn mysql_facts(mut facts: DatabaseError, my: &sqlx::mysql::MySqlDatabaseError) -
     // 1053 server shutdown, 1927 connection killed (MariaDB), 2006/2013 gone away / lost.
     facts.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
     facts.lock_not_available = matches!(my.number(), 1205 | 3572);
+    facts.deadlock_victim = my.number() == 1213;
     facts
 }

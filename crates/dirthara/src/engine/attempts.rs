@@ -18,7 +18,8 @@ use tokio::time::Instant;
 use super::session::Session;
 use super::step::{Attempt, Bracket, Prepared};
 use crate::backoff::Backoff;
-use crate::events::EventKind;
+use crate::error::Code;
+use crate::events::{EventKind, Warning};
 use crate::kind::Capabilities;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration};
@@ -57,16 +58,30 @@ impl Session<'_> {
         let (mut made, mut blocked, mut resume_at) = (0u32, Duration::ZERO, 0usize);
         // This attempt's timeout: the configured one, or less for an attempt made early.
         let mut this_timeout = timeout;
+        // Each of the step's table locks waits its share: their waits add up to the timeout.
+        let locks = (self.step_locks)
+            .get(&(prepared.migration.version, prepared.direction))
+            .copied()
+            .unwrap_or(1);
+        let unit = match locks {
+            1 => Duration::ZERO,
+            _ => self.lock_wait_unit(prepared).await,
+        };
         loop {
             made = made.saturating_add(1);
             let began = Instant::now();
-            let attempt = self.attempt(prepared, check, this_timeout, resume_at).await;
+            let per_lock = this_timeout.map(|timeout| match locks {
+                1 => timeout,
+                _ => retry::per_lock(timeout, locks, unit),
+            });
+            let attempt = self.attempt(prepared, check, per_lock, resume_at).await;
             let Attempt::Failed(failure) = attempt else {
                 return attempt;
             };
-            let (Giving::After { timeout, retried }, true) =
-                (giving, failure.error.lock_not_available)
-            else {
+            let (Giving::After { timeout, retried }, true) = (
+                giving,
+                failure.error.lock_not_available || failure.error.deadlock_victim,
+            ) else {
                 return Attempt::Failed(failure);
             };
             blocked = blocked.saturating_add(began.elapsed());
@@ -99,13 +114,13 @@ impl Session<'_> {
                 }
                 Next::Retry { after } => after,
             };
-            let waited = this_timeout.unwrap_or(timeout);
+            let waited = per_lock.unwrap_or(timeout);
             let requested = requested_timeout(
                 self.migrator.config.table_lock_timeout,
                 prepared.migration,
                 prepared.direction,
             );
-            self.migrator.events.emit(EventKind::TableLockTimeout {
+            let gave_way = EventKind::TableLockTimeout {
                 version: prepared.migration.version,
                 name: prepared.migration.name.clone(),
                 direction: prepared.direction,
@@ -116,9 +131,14 @@ impl Session<'_> {
                 rounded_from: requested.filter(|&r| r != waited && waited == timeout),
                 table: failure.error.table.clone(),
                 blocker: failure.error.blocker.clone(),
+                deadlock: failure.error.deadlock_victim,
                 retry_in: after,
                 budget_left: budget.saturating_sub(so_far.elapsed),
-            });
+            };
+            if let Some(message) = gave_way.gave_way_message() {
+                (self.gave_way).push(Warning::new(Code::TableLockTimeout, message));
+            }
+            self.migrator.events.emit(gave_way);
             let blocker = failure.error.blocker.as_ref();
             this_timeout = Some(timeout);
             match self.pause_watching(prepared, after, blocker).await {

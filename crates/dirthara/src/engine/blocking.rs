@@ -6,7 +6,7 @@
 
 use super::session::Session;
 use crate::backend::Backend;
-use crate::blocking::{Judge, Severity, StepFinding};
+use crate::blocking::{Judge, Severity, StepFinding, StepLocks};
 use crate::config::Config;
 use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::{EventKind, Warning};
@@ -25,13 +25,22 @@ impl Backends for Session<'_> {
     }
 }
 
+/// What the judge said of a plan.
+pub(super) struct Judged {
+    /// Every finding on its steps, each blocking one with its table's size.
+    pub findings: Vec<StepFinding>,
+    /// The table locks each step takes that the application can queue behind.
+    pub step_locks: Vec<StepLocks>,
+}
+
 /// Every finding on the steps of `planned`, each blocking one with its table's size as the
-/// catalog of its connection has it.
+/// catalog of its connection has it, and each step's table locks, counted with the
+/// partitions and children of the tables it locks.
 pub(super) async fn judge_plan(
     config: &Config,
     planned: &Plan<'_>,
     backends: &mut impl Backends,
-) -> Result<Vec<StepFinding>> {
+) -> Result<Judged> {
     let mut judge = Judge::new(&config.lint_disabled, config.allow_blocking);
     for step in &planned.steps {
         if step.reverses_nothing() {
@@ -49,6 +58,7 @@ pub(super) async fn judge_plan(
             version.as_deref(),
         );
     }
+    ask_servers(&mut judge, backends).await?;
     for (connection, tables) in judge.tables() {
         let sizes = backends
             .backend(&connection)
@@ -58,9 +68,38 @@ pub(super) async fn judge_plan(
         judge.sized(&connection, &tables, &sizes);
     }
     let limit = config.blocking_table_size;
-    Ok((judge.findings().into_iter())
+    let step_locks = judge.step_locks();
+    let findings = (judge.findings().into_iter())
         .map(|finding| finding.judged_for_run(limit))
-        .collect())
+        .collect();
+    Ok(Judged {
+        findings,
+        step_locks,
+    })
+}
+
+/// Where a connection is available, the server that will run a flagged statement is the
+/// oracle: each statement a rule says rewrites or copies its table is rehearsed on an empty
+/// copy of it, and a statement the server runs online is no finding.
+pub(super) async fn ask_servers(judge: &mut Judge, backends: &mut impl Backends) -> Result<()> {
+    // A name no table of the application has, and no other runner's rehearsal either.
+    let copy = format!("dirthara_rehearsal_{:08x}", fastrand::u32(..));
+    for ask in judge.rehearsals(&copy) {
+        let backend = backends.backend(&ask.connection).await?;
+        if let Some(blocks) = backend.rehearse(&ask.rehearsal).await {
+            judge.rehearsed(ask.finding, blocks);
+        }
+    }
+    Ok(())
+}
+
+impl Backends for std::collections::BTreeMap<String, Box<dyn Backend>> {
+    async fn backend(&mut self, name: &str) -> Result<&mut (dyn Backend + 'static)> {
+        match self.get_mut(name) {
+            Some(backend) => Ok(backend.as_mut()),
+            None => Err(Error::config(format!("connection `{name}` is not open"))),
+        }
+    }
 }
 
 impl Session<'_> {
@@ -78,7 +117,13 @@ impl Session<'_> {
             return Ok(());
         }
         let config = &self.migrator.config;
-        let findings = judge_plan(config, planned, self).await?;
+        let Judged {
+            findings,
+            step_locks,
+        } = judge_plan(config, planned, self).await?;
+        self.step_locks = (step_locks.into_iter())
+            .map(|step| ((step.version, step.direction), step.locks))
+            .collect();
         let (refused, said): (Vec<StepFinding>, Vec<StepFinding>) =
             findings.into_iter().partition(|f| f.refuses);
         for finding in said.iter().filter(|f| f.severity == Severity::Blocking) {

@@ -104,8 +104,11 @@ impl Migrator {
                 }
             }
         }
-        let tables = judge.tables();
         let sized = async {
+            if against == LintAgainst::Live {
+                super::blocking::ask_servers(&mut judge, &mut opened).await?;
+            }
+            let tables = judge.tables();
             for (name, tables) in &tables {
                 if let Some(backend) = opened.get_mut(name) {
                     let sizes = backend.table_sizes(tables).await?;

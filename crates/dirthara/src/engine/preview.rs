@@ -67,15 +67,19 @@ impl Migrator {
             let planned = plan::plan(&available, &applied, command, self.plan_options())?;
             // What its statements would do, sized on the live catalog (`fresh` meets only
             // tables it just created).
-            let findings = match command {
-                Command::Fresh => Vec::new(),
-                _ => judge_plan(&self.config, &planned, &mut opened).await?,
+            let judged = match command {
+                Command::Fresh => None,
+                _ => Some(judge_plan(&self.config, &planned, &mut opened).await?),
             };
-            Ok::<_, crate::error::Error>((planned, findings))
+            Ok::<_, crate::error::Error>((planned, judged))
         }
         .await;
         opened.close().await;
-        let (planned, mut findings) = planned?;
+        let (planned, judged) = planned?;
+        let (mut findings, step_locks) = match judged {
+            Some(judged) => (judged.findings, judged.step_locks),
+            None => Default::default(),
+        };
         // How each step would give way to the application's table locks, from what its
         // connection's kind of database offers.
         let history = self.config.history_connection.as_str();
@@ -138,6 +142,10 @@ impl Migrator {
                         .filter(|&requested| requested != applied)
                 });
                 step.retried = retried(giving(s), self.config.table_lock_retry_for);
+                step.table_locks = (step_locks.iter())
+                    .find(|l| l.version == s.migration.version && l.direction == s.direction)
+                    .map(|l| l.locks)
+                    .filter(|&locks| locks > 1 && step.table_lock_timeout.is_some());
                 let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut findings)
                     .into_iter()
                     .partition(|f| f.version == s.migration.version && f.direction == s.direction);

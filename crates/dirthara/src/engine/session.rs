@@ -42,6 +42,12 @@ pub(super) struct Session<'m> {
     /// `host:pid dirthara/x.y.z`, written into every record this session makes: asked of the
     /// system once, not once per migration.
     pub(super) applied_by: String,
+    /// How many table locks each planned step takes that the application can queue behind
+    /// (counted before the run, [`crate::blocking::StepLocks`]): its `table_lock_timeout` is
+    /// shared between them. A step not counted takes one.
+    pub(super) step_locks: BTreeMap<(i64, crate::migration::Direction), u32>,
+    /// Each attempt that gave way (`TABLE_LOCK_TIMEOUT`), for the report's warnings.
+    pub(super) gave_way: Vec<crate::events::Warning>,
 }
 
 /// A step's completion left to be written with the next step's marker, and the step's
@@ -97,6 +103,8 @@ impl<'m> Session<'m> {
                 completed: Vec::new(),
                 unrecorded: None,
                 applied_by: runner_identity(),
+                step_locks: BTreeMap::new(),
+                gave_way: Vec::new(),
             }),
             Err(error) => {
                 // Held by another runner: nothing was taken or changed, and the session is as
@@ -171,6 +179,7 @@ impl<'m> Session<'m> {
         // Whatever ended the loop, the last completed step's record is written before the
         // command returns (a failure here leaves that one step `running`: dirty, never lost).
         let flushed = self.record_unrecorded().await;
+        report.warnings.append(&mut self.gave_way);
         for done in &self.completed {
             match done.direction {
                 Direction::Up => {

@@ -30,9 +30,10 @@ pub(crate) trait CatalogSql {
     /// One script dropping `objects` (of `schema`), views before tables, ignoring foreign keys.
     fn drop_sql(self, schema: Option<&str>, objects: &[DbObject]) -> String;
 
-    /// One row (rows, bytes), as text, for the table a migration names `table` (as written,
-    /// quoted or not, with or without its schema), indexes (and partitions) included; no row
-    /// when there is no such table. Rows are `NULL` where the catalog has no estimate yet.
+    /// One row (rows, bytes[, relations]), as text, for the table a migration names `table`
+    /// (as written, quoted or not, with or without its schema), indexes (and partitions)
+    /// included; no row when there is no such table. Rows are `NULL` where the catalog has
+    /// no estimate yet. Relations (PostgreSQL): the table, its partitions and children.
     fn table_size_sql(self, table: &str) -> String;
 }
 
@@ -40,14 +41,16 @@ impl CatalogSql for SqlDialect {
     fn table_size_sql(self, table: &str) -> String {
         match self {
             // `to_regclass` reads the name as PostgreSQL does, with the session's
-            // `search_path`; a partitioned table's partitions are its size.
+            // `search_path`. The partitions and inheritance children (`pg_inherits`, to any
+            // depth) are part of its size, and each is a lock an `ALTER` of it takes.
             SqlDialect::Postgres => format!(
-                "SELECT CASE WHEN min(c.reltuples) FILTER (WHERE c.relkind <> 'p') < 0 THEN NULL \
+                "WITH RECURSIVE tree (oid) AS (SELECT to_regclass({name})::oid \
+                 WHERE to_regclass({name}) IS NOT NULL \
+                 UNION SELECT i.inhrelid FROM pg_inherits i JOIN tree t ON i.inhparent = t.oid) \
+                 SELECT CASE WHEN min(c.reltuples) FILTER (WHERE c.relkind <> 'p') < 0 THEN NULL \
                  ELSE (sum(c.reltuples) FILTER (WHERE c.relkind <> 'p'))::bigint::text END, \
-                 sum(pg_total_relation_size(c.oid))::bigint::text FROM pg_class c \
-                 WHERE c.oid IN (SELECT to_regclass({name}) \
-                 UNION SELECT relid FROM pg_partition_tree(to_regclass({name}))) \
-                 HAVING count(*) > 0",
+                 sum(pg_total_relation_size(c.oid))::bigint::text, count(*)::text \
+                 FROM pg_class c JOIN tree t ON c.oid = t.oid HAVING count(*) > 0",
                 name = self.literal(table)
             ),
             SqlDialect::MySql => {
