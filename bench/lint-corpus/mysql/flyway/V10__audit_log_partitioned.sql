@@ -1,0 +1,21 @@
+CREATE TABLE audit_log (
+  id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT,
+  entity VARCHAR(64) NOT NULL,
+  entity_id BIGINT UNSIGNED NOT NULL,
+  action ENUM('insert','update','delete') NOT NULL,
+  diff JSON,
+  created_at DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+  PRIMARY KEY (id, created_at),
+  KEY idx_audit_entity (entity, entity_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4
+PARTITION BY RANGE (TO_DAYS(created_at)) (
+  PARTITION p2024q1 VALUES LESS THAN (TO_DAYS('2024-04-01')),
+  PARTITION p2024q2 VALUES LESS THAN (TO_DAYS('2024-07-01')),
+  PARTITION pmax VALUES LESS THAN MAXVALUE
+);
+
+CREATE TABLE sessions_by_user (
+  user_id BIGINT UNSIGNED NOT NULL,
+  token CHAR(64) NOT NULL,
+  PRIMARY KEY (user_id, token)
+) ENGINE=InnoDB PARTITION BY HASH (user_id) PARTITIONS 8;

@@ -1,0 +1,2 @@
+ALTER TABLE customers CHANGE COLUMN fullname full_name VARCHAR(200) NOT NULL DEFAULT '';
+ALTER TABLE orders CHANGE `status` `state` VARCHAR(20) NOT NULL DEFAULT 'new' AFTER `customer_id`, ALGORITHM=COPY;

@@ -1,0 +1,2 @@
+DROP TABLE comments;
+DROP TABLE posts;

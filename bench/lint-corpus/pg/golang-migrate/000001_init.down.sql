@@ -1,0 +1,4 @@
+DROP TABLE IF EXISTS sessions_old;
+DROP TABLE IF EXISTS events;
+DROP TABLE IF EXISTS customers;
+DROP TYPE IF EXISTS payment_method;

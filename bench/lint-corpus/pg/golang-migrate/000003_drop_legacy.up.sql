@@ -1,0 +1,5 @@
+DROP TABLE IF EXISTS sessions_old CASCADE;
+ALTER TABLE customers DROP COLUMN IF EXISTS external_ref;
+ALTER TABLE events DROP CONSTRAINT IF EXISTS events_customer_id_fkey;
+TRUNCATE TABLE events RESTART IDENTITY;
+DROP INDEX IF EXISTS events_payload_type_idx;
