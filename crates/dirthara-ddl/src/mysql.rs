@@ -101,103 +101,7 @@ fn alter_table(
     });
     let mut copying = Vec::new();
     for operation in operations {
-        match operation {
-            AlterTableOperation::ModifyColumn {
-                col_name,
-                data_type,
-                ..
-            } => copying.push((
-                place.of_span(col_name.span),
-                format!("column `{col_name}` of `{table}` is redefined as `{data_type}`"),
-            )),
-            AlterTableOperation::ChangeColumn {
-                old_name,
-                new_name,
-                data_type,
-                ..
-            } => copying.push((
-                place.of_span(old_name.span),
-                format!(
-                    "column `{old_name}` of `{table}` is redefined as `{new_name} {data_type}`"
-                ),
-            )),
-            AlterTableOperation::AddColumn { column_def, .. } => {
-                let stored = column_def.options.iter().any(|o| {
-                    matches!(
-                        o.option,
-                        ColumnOption::Generated {
-                            generation_expr_mode: Some(GeneratedExpressionMode::Stored),
-                            ..
-                        }
-                    )
-                });
-                if stored {
-                    copying.push((
-                        place.of_span(column_def.name.span),
-                        format!(
-                            "column `{}` of `{table}` is a STORED generated column",
-                            column_def.name
-                        ),
-                    ));
-                }
-            }
-            AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
-                TableConstraint::ForeignKey(fk) => copying.push((
-                    place.of_span(constraint.span()),
-                    format!(
-                        "a foreign key from `{table}` to `{}` (INPLACE only with \
-                         foreign_key_checks off)",
-                        fk.foreign_table
-                    ),
-                )),
-                TableConstraint::FulltextOrSpatial(_) => found.push(flag(
-                    &rules::MYSQL_LOCKING_ALTER,
-                    place.of_span(constraint.span()),
-                    format!("a FULLTEXT or SPATIAL index on `{table}`, built with LOCK=SHARED"),
-                )),
-                _ => {}
-            },
-            AlterTableOperation::DropPrimaryKey { .. } => {
-                let replaced = operations.iter().any(|op| {
-                    matches!(
-                        op,
-                        AlterTableOperation::AddConstraint {
-                            constraint: TableConstraint::PrimaryKey(_),
-                            ..
-                        }
-                    )
-                });
-                if !replaced {
-                    copying.push((
-                        place.start(),
-                        format!("the primary key of `{table}` is dropped without a new one"),
-                    ));
-                }
-            }
-            AlterTableOperation::DropColumn { column_names, .. } => {
-                for column in column_names {
-                    found.push(flag(
-                        &rules::DROPPING_COLUMN,
-                        place.of_span(column.span),
-                        format!("column `{column}` of `{table}` is dropped"),
-                    ));
-                }
-            }
-            AlterTableOperation::RenameColumn {
-                old_column_name,
-                new_column_name,
-            } => found.push(flag(
-                &rules::RENAMING_COLUMN,
-                place.of_span(old_column_name.span),
-                format!("column `{old_column_name}` of `{table}` becomes `{new_column_name}`"),
-            )),
-            AlterTableOperation::RenameTable { .. } => found.push(flag(
-                &rules::RENAMING_TABLE,
-                place.start(),
-                format!("table `{table}` is renamed"),
-            )),
-            _ => {}
-        }
+        read_operation(operation, operations, table, place, found, &mut copying);
     }
     if copy {
         found.push(flag(
@@ -219,5 +123,116 @@ fn alter_table(
         for (at, message) in copying {
             found.push(flag(&rules::MYSQL_COPYING_ALTER, at, message));
         }
+    }
+}
+
+/// What one operation of an `ALTER TABLE` does: a hazard is found at once; a change that needs
+/// `ALGORITHM=COPY` goes to `copying`, flagged only when the statement asks for no online
+/// algorithm.
+fn read_operation(
+    operation: &AlterTableOperation,
+    operations: &[AlterTableOperation],
+    table: &str,
+    place: &Place,
+    found: &mut Vec<Finding>,
+    copying: &mut Vec<((usize, usize), String)>,
+) {
+    let flag = |rule: &'static Rule, at: (usize, usize), message: String| {
+        Finding::at(rule, at, Some(table.to_string()), message)
+    };
+    match operation {
+        AlterTableOperation::ModifyColumn {
+            col_name,
+            data_type,
+            ..
+        } => copying.push((
+            place.of_span(col_name.span),
+            format!("column `{col_name}` of `{table}` is redefined as `{data_type}`"),
+        )),
+        AlterTableOperation::ChangeColumn {
+            old_name,
+            new_name,
+            data_type,
+            ..
+        } => copying.push((
+            place.of_span(old_name.span),
+            format!("column `{old_name}` of `{table}` is redefined as `{new_name} {data_type}`"),
+        )),
+        AlterTableOperation::AddColumn { column_def, .. } => {
+            let stored = column_def.options.iter().any(|o| {
+                matches!(
+                    o.option,
+                    ColumnOption::Generated {
+                        generation_expr_mode: Some(GeneratedExpressionMode::Stored),
+                        ..
+                    }
+                )
+            });
+            if stored {
+                copying.push((
+                    place.of_span(column_def.name.span),
+                    format!(
+                        "column `{}` of `{table}` is a STORED generated column",
+                        column_def.name
+                    ),
+                ));
+            }
+        }
+        AlterTableOperation::AddConstraint { constraint, .. } => match constraint {
+            TableConstraint::ForeignKey(fk) => copying.push((
+                place.of_span(constraint.span()),
+                format!(
+                    "a foreign key from `{table}` to `{}` (INPLACE only with \
+                     foreign_key_checks off)",
+                    fk.foreign_table
+                ),
+            )),
+            TableConstraint::FulltextOrSpatial(_) => found.push(flag(
+                &rules::MYSQL_LOCKING_ALTER,
+                place.of_span(constraint.span()),
+                format!("a FULLTEXT or SPATIAL index on `{table}`, built with LOCK=SHARED"),
+            )),
+            _ => {}
+        },
+        AlterTableOperation::DropPrimaryKey { .. } => {
+            let replaced = operations.iter().any(|op| {
+                matches!(
+                    op,
+                    AlterTableOperation::AddConstraint {
+                        constraint: TableConstraint::PrimaryKey(_),
+                        ..
+                    }
+                )
+            });
+            if !replaced {
+                copying.push((
+                    place.start(),
+                    format!("the primary key of `{table}` is dropped without a new one"),
+                ));
+            }
+        }
+        AlterTableOperation::DropColumn { column_names, .. } => {
+            for column in column_names {
+                found.push(flag(
+                    &rules::DROPPING_COLUMN,
+                    place.of_span(column.span),
+                    format!("column `{column}` of `{table}` is dropped"),
+                ));
+            }
+        }
+        AlterTableOperation::RenameColumn {
+            old_column_name,
+            new_column_name,
+        } => found.push(flag(
+            &rules::RENAMING_COLUMN,
+            place.of_span(old_column_name.span),
+            format!("column `{old_column_name}` of `{table}` becomes `{new_column_name}`"),
+        )),
+        AlterTableOperation::RenameTable { .. } => found.push(flag(
+            &rules::RENAMING_TABLE,
+            place.start(),
+            format!("table `{table}` is renamed"),
+        )),
+        _ => {}
     }
 }
