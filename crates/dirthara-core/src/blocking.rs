@@ -1,6 +1,6 @@
 //! The blocking-DDL policy, as pure functions: a finding of `dirthara-ddl` on a table of a
 //! known size becomes a [`StepFinding`] with the time the application would be blocked, and
-//! [`judge`] says which of a plan's findings refuse the run (`BLOCKING_DDL`), which are only
+//! [`Judge`] says which of a plan's findings refuse the run (`BLOCKING_DDL`), which are only
 //! said, and which a directive or a flag allowed. The engine reads the sizes from the catalog;
 //! `lint` and `preview` show the same findings.
 
