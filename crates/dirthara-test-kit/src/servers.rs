@@ -66,16 +66,6 @@ impl Server {
         }
     }
 
-    /// A statement still running on the server outlives its client's death until it ends
-    /// (MySQL/MariaDB), as opposed to the server ending the session, and with it the session
-    /// lock, once it notices the client is gone (PostgreSQL, within dirthara's 1 s check).
-    pub fn orphaned_statements_run_on(self) -> bool {
-        match self {
-            Server::Mysql => true,
-            Server::Postgres | Server::Mongo => false,
-        }
-    }
-
     /// SQL that sleeps for `seconds` on this server.
     pub fn sleep(self, seconds: f64) -> String {
         match self {
@@ -282,6 +272,24 @@ impl TestDb {
             _ => "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1",
         };
         self.strings(sql).await
+    }
+
+    /// A statement still running on the server outlives its client's death until it ends
+    /// (MySQL/MariaDB, and PostgreSQL before 14), as opposed to the server ending the session,
+    /// and with it the session lock, once it notices the client is gone (PostgreSQL 14+, within
+    /// dirthara's 1 s `client_connection_check_interval`, which older servers lack).
+    pub async fn orphaned_statements_run_on(&self) -> bool {
+        match self.server {
+            Server::Mysql => true,
+            Server::Mongo => false,
+            Server::Postgres => {
+                let version = self.strings("SHOW server_version_num").await;
+                version[0]
+                    .parse::<u32>()
+                    .expect("server_version_num is a number")
+                    < 140_000
+            }
+        }
     }
 
     pub async fn strings(&self, sql: &str) -> Vec<String> {

@@ -10,6 +10,7 @@
 
 mod blocker;
 mod driver;
+mod hosted;
 mod pooler;
 mod session_lock;
 
@@ -267,7 +268,10 @@ impl PgDriver {
             Suspect::Shared(evidence) => Error::new(ErrorKind::LockFailed {
                 lock: LOCK_NAME.to_string(),
                 connection: self.connection.clone(),
-                reason: pooler_reason(&evidence),
+                reason: pooler_reason(
+                    &evidence,
+                    hosted::hosted_pooler_advice(self.options.get_host(), self.options.get_port()),
+                ),
             }),
         }
     }
@@ -295,14 +299,17 @@ fn lock_key(database: &str, schema: &str, table: &str) -> i64 {
 }
 
 /// Why the session lock was refused, with the likely cause and the fix.
-fn pooler_reason(evidence: &str) -> String {
+fn pooler_reason(evidence: &str, hosted: Option<String>) -> String {
+    let hosted = hosted
+        .map(|advice| format!(" Here, {advice}."))
+        .unwrap_or_default();
     format!(
         "the session lock cannot hold on this connection: {evidence}. This is what a \
          transaction-pooling proxy does (PgBouncer with pool_mode = transaction, pgcat, RDS \
          Proxy, Supavisor): it runs each transaction in whichever server session is free, so a \
          session lock taken in one is not held in the next. Nothing was changed. Use --locking \
          lease (`locking = \"lease\"`), which works through any proxy, or connect directly to \
-         PostgreSQL or through a session-pooled connection"
+         PostgreSQL or through a session-pooled connection.{hosted}"
     )
 }
 
