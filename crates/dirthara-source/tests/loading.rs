@@ -166,6 +166,62 @@ fn an_up_step_with_nothing_to_run_is_refused_in_every_layout() {
     );
 }
 
+/// A UTF-8 byte-order mark (what Windows editors save) is dropped as the file is read, as
+/// Flyway does: the step's text starts at its first statement, its checksum is the one of the
+/// file without it, and a file with nothing but the mark and comments is an empty up step.
+#[test]
+fn a_byte_order_mark_is_dropped_at_load_in_every_layout() {
+    const BOM: &str = "\u{feff}";
+    let layouts: [(&str, &str); 6] = [
+        ("1_a.up.sql", "{}"),
+        ("1_a.sql", "{}"),
+        ("1_a/up.sql", "{}"),
+        ("V1__a.sql", "{}"),
+        (
+            "1_a.sql",
+            "-- migrate:up\n{}\n-- migrate:down\nDROP TABLE a;\n",
+        ),
+        (
+            "1_a.sql",
+            "-- +goose Up\n{}\n-- +goose Down\nDROP TABLE a;\n",
+        ),
+    ];
+    for (file, template) in layouts {
+        let plain = template.replace("{}", "CREATE TABLE a (id INT);");
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), file, &plain);
+        let without = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        write(dir.path(), file, format!("{BOM}{plain}"));
+        let with = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        assert!(!with[0].up().contains(BOM), "{file}: {:?}", with[0].up());
+        assert_eq!(with[0].up(), without[0].up(), "{file}");
+        assert_eq!(with[0].checksum(), without[0].checksum(), "{file}");
+        for blank in ["", "-- nothing yet\n", "\n;\n"] {
+            let dir = tempfile::tempdir().unwrap();
+            write(
+                dir.path(),
+                file,
+                format!("{BOM}{}", template.replace("{}", blank)),
+            );
+            let found = problems(dir.path());
+            assert!(
+                found.len() == 1 && found[0].1.starts_with("empty up"),
+                "{file} {blank:?}: {found:?}"
+            );
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "1_a.up.json", format!("{BOM}[]"));
+    assert!(problems(dir.path())[0].1.starts_with("empty up"));
+    write(
+        dir.path(),
+        "1_a.up.json",
+        format!("{BOM}[{{\"create\": \"a\"}}]"),
+    );
+    let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+    assert_eq!(loaded[0].up(), "[{\"create\": \"a\"}]");
+}
+
 /// A folder named like a Diesel migration but without `up.sql` is never passed over in
 /// silence: with only a `down.sql` it is refused (a down without its up), otherwise named in
 /// a warning with what it holds.
