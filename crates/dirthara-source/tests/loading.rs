@@ -222,6 +222,43 @@ fn a_byte_order_mark_is_dropped_at_load_in_every_layout() {
     assert_eq!(loaded[0].up(), "[{\"create\": \"a\"}]");
 }
 
+/// A key written twice in one document of a JSON command file is refused at load, naming the
+/// file, the key and where: a JSON reader keeps the last, so the first would be lost in silence.
+#[test]
+fn a_duplicate_key_in_a_json_command_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "1_a.up.json", r#"[{"create": "a", "create": "b"}]"#);
+    write(
+        d,
+        "2_b.up.json",
+        r#"[{"update": "a", "updates": [{"q": {}, "u": {"$set": {"x": 1, "x": 2}}}]}]"#,
+    );
+    write(d, "3_c.up.json", r#"[{"create": "c"}]"#);
+    write(
+        d,
+        "3_c.down.json",
+        r#"{"commands": [{"drop": "c"}], "commands": []}"#,
+    );
+    write(d, "4_d.up.json", r#"[{"create": "d"}, {"create": "e"}]"#);
+    let found = problems(d);
+    let expect = [
+        ("1_a.up.json", "`create`", "line 1 column 25"),
+        ("2_b.up.json", "`x`", "line 1 column 65"),
+        ("3_c.down.json", "`commands`", "line 1 column 40"),
+    ];
+    assert_eq!(found.len(), expect.len(), "{found:?}");
+    for ((file, reason), (want_file, key, place)) in found.iter().zip(expect) {
+        assert_eq!(file, want_file);
+        assert!(
+            reason.starts_with(&format!(
+                "has the key {key} twice in one document at {place}"
+            )) && reason.contains("remove or rename the other one"),
+            "{file}: {reason}"
+        );
+    }
+}
+
 /// A folder named like a Diesel migration but without `up.sql` is never passed over in
 /// silence: with only a `down.sql` it is refused (a down without its up), otherwise named in
 /// a warning with what it holds.
