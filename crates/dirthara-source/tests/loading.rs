@@ -259,6 +259,53 @@ fn a_duplicate_key_in_a_json_command_file_is_refused_naming_it() {
     }
 }
 
+/// An up and a down file of one version are one migration whatever their descriptions, as
+/// golang-migrate pairs them (by version alone), and Flyway its `V`/`U` files; two up files
+/// (or two down files) of one version are still two migrations with one version.
+#[test]
+fn an_up_and_a_down_of_one_version_pair_whatever_their_descriptions() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "30_add_magic_metadata.up.sql",
+        "CREATE TABLE m (id INT);",
+    );
+    write(d, "30_drop_magic_metadata.down.sql", "DROP TABLE m;");
+    write(d, "31_b.up.json", r#"[{"create": "b"}]"#);
+    write(d, "31_remove_b.down.json", r#"[{"drop": "b"}]"#);
+    let loaded = load_directories(&[d.to_path_buf()]).unwrap();
+    assert_eq!(loaded.len(), 2, "{loaded:?}");
+    assert_eq!(loaded[0].name, "add_magic_metadata");
+    assert_eq!(loaded[0].step(Direction::Down), Some("DROP TABLE m;"));
+    assert_eq!(loaded[1].step(Direction::Down), Some(r#"[{"drop": "b"}]"#));
+
+    let flyway = tempfile::tempdir().unwrap();
+    write(flyway.path(), "V2__add_c.sql", "CREATE TABLE c (id INT);");
+    write(flyway.path(), "U2__drop_c.sql", "DROP TABLE c;");
+    let loaded = load_directories(&[flyway.path().to_path_buf()]).unwrap();
+    assert_eq!(loaded[0].step(Direction::Down), Some("DROP TABLE c;"));
+
+    let clash = tempfile::tempdir().unwrap();
+    let c = clash.path();
+    write(c, "30_add_a.up.sql", "CREATE TABLE a (id INT);");
+    write(c, "30_add_b.up.sql", "CREATE TABLE b (id INT);");
+    write(c, "30_drop_a.down.sql", "DROP TABLE a;");
+    write(c, "31_c.up.sql", "CREATE TABLE c (id INT);");
+    write(c, "31_drop_c.down.sql", "DROP TABLE c;");
+    write(c, "31_undo_c.down.sql", "DROP TABLE c;");
+    let found = problems(c);
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (file, reason) in &found {
+        assert!(
+            reason.starts_with("two migrations have version 3"),
+            "{file}: {reason}"
+        );
+    }
+    assert!(found[0].1.contains("`30_add_a.up.sql`") || found[0].1.contains("30_add_b"));
+    assert!(found[1].1.contains("31_drop_c.down.sql") && found[1].1.contains("31_undo_c"));
+}
+
 /// A folder named like a Diesel migration but without `up.sql` is never passed over in
 /// silence: with only a `down.sql` it is refused (a down without its up), otherwise named in
 /// a warning with what it holds.
