@@ -209,7 +209,16 @@ pub(crate) fn step_header(
         return Err(empty_up(layout));
     }
     match format {
-        StepFormat::Sql | StepFormat::Rust => parse_directives(text),
+        StepFormat::Sql => {
+            let mut header = parse_directives(text)?;
+            // sqlx's marker: a first line `-- no-transaction` runs the file outside one.
+            header.no_transaction |= matches!(layout, None | Some(Layout::Plain))
+                && text
+                    .trim_start_matches('\u{feff}')
+                    .starts_with("-- no-transaction");
+            Ok(header)
+        }
+        StepFormat::Rust => parse_directives(text),
         StepFormat::MongoCommands if down && is_blank_commands(text) => Ok(Header::default()),
         StepFormat::MongoCommands => {
             let commands = parse_commands(text)?;
