@@ -797,3 +797,35 @@ async fn statements_that_cannot_run_in_a_transaction_are_settled_at_load() {
         Vec::<String>::new()
     );
 }
+
+/// A server error whose message, DETAIL and HINT span several lines stays one block: every
+/// line after the first of each is indented like the block's other lines.
+#[tokio::test]
+async fn a_server_error_spanning_lines_keeps_the_blocks_indentation() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(
+        1,
+        "raise",
+        "DO $$ BEGIN RAISE EXCEPTION E'first line\\nsecond line' \
+         USING DETAIL = E'detail one\\ndetail two', HINT = E'hint one\\nhint two'; END $$;",
+        None,
+    );
+    let ran = run(&db, &m, &["migrate"]);
+    ran.failed("MIGRATION_FAILED");
+    for block in [
+        "first line\n  second line (SQLSTATE P0001)\n",
+        "\n  DETAIL: detail one\n  detail two\n",
+        "\n  HINT: hint one\n  hint two\n",
+    ] {
+        assert!(ran.stderr.contains(block), "{block:?} in:\n{}", ran.stderr);
+    }
+    let lines: Vec<_> = ran.stderr.lines().skip(1).collect();
+    assert!(
+        lines.iter().all(|l| l.starts_with("  ") || l.is_empty()),
+        "{}",
+        ran.stderr
+    );
+}
