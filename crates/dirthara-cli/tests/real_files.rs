@@ -727,3 +727,105 @@ async fn a_killed_mariadb_connection_is_reported_as_lost_and_the_migration_as_di
     // MySQL DDL committed on its own: the `running` record says so.
     assert_eq!(state_of(&db, &m, 1), "dirty");
 }
+
+// ---- statements that cannot run in a transaction ---------------------------------------------
+
+/// A file made only of statements PostgreSQL refuses in a transaction block runs outside one,
+/// in golang-migrate's layout as golang-migrate runs it; sqlx's `-- no-transaction` first line
+/// is honoured; and a file mixing one with other statements, without its layout's marker, is
+/// refused at load, naming the statement and the marker, before anything applies.
+#[tokio::test]
+async fn statements_that_cannot_run_in_a_transaction_are_settled_at_load() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(1, "create_t", "CREATE TABLE t (a int, b int);", None);
+    let write = |file: &str, text: &str| std::fs::write(m.path().join(file), text).unwrap();
+    write(
+        "2_index_a.up.sql",
+        "-- golang-migrate runs this file as it is\nCREATE INDEX CONCURRENTLY t_a ON t (a);\n",
+    );
+    write("2_drop_index_a.down.sql", "DROP INDEX CONCURRENTLY t_a;\n");
+    write(
+        "3_index_b.up.sql",
+        "-- no-transaction\nCREATE INDEX CONCURRENTLY t_b ON t (b);\nANALYZE t;\n",
+    );
+    write(
+        "4_mixed.up.sql",
+        "CREATE TABLE u (a int);\n\nCREATE INDEX CONCURRENTLY u_a ON u (a);\n",
+    );
+    let refused = run(&db, &m, &["migrate"]);
+    refused.failed("INVALID_MIGRATION");
+    assert!(
+        refused
+            .stderr
+            .contains("4_mixed.up.sql: line 3: `CREATE INDEX CONCURRENTLY` cannot run")
+            && refused
+                .stderr
+                .contains("add `-- dirthara:no-transaction` as its first line"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(db.tables().await, Vec::<String>::new(), "nothing applied");
+
+    write(
+        "4_mixed.up.sql",
+        "-- dirthara:no-transaction\nCREATE TABLE u (a int);\nCREATE INDEX CONCURRENTLY u_a ON u (a);\n",
+    );
+    write("3_drop_index_b.down.sql", "DROP INDEX CONCURRENTLY t_b;\n");
+    write("4_mixed.down.sql", "DROP TABLE u;\n");
+    let preview = run(&db, &m, &["preview", "migrate", "--output", "json"]);
+    let steps = preview.ok().json()["steps"].clone();
+    let transactional: Vec<_> = (0..4).map(|i| steps[i]["transactional"].clone()).collect();
+    assert_eq!(transactional, [true, false, false, false], "{steps}");
+    let human = run(&db, &m, &["preview", "migrate"]).ok().stdout.clone();
+    let notes: Vec<_> = (human.lines())
+        .filter(|l| l.starts_with("-- up "))
+        .map(|l| l.contains("no transaction"))
+        .collect();
+    assert_eq!(notes, [false, true, true, true], "{human}");
+    run(&db, &m, &["migrate"]).ok();
+    let indexes = db
+        .strings("SELECT indexname FROM pg_indexes WHERE tablename IN ('t', 'u') ORDER BY 1")
+        .await;
+    assert_eq!(indexes, ["t_a", "t_b", "u_a"]);
+    run(&db, &m, &["to", "1"]).ok();
+    assert_eq!(
+        db.strings("SELECT indexname FROM pg_indexes WHERE tablename = 't'")
+            .await,
+        Vec::<String>::new()
+    );
+}
+
+/// A server error whose message, DETAIL and HINT span several lines stays one block: every
+/// line after the first of each is indented like the block's other lines.
+#[tokio::test]
+async fn a_server_error_spanning_lines_keeps_the_blocks_indentation() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(
+        1,
+        "raise",
+        "DO $$ BEGIN RAISE EXCEPTION E'first line\\nsecond line' \
+         USING DETAIL = E'detail one\\ndetail two', HINT = E'hint one\\nhint two'; END $$;",
+        None,
+    );
+    let ran = run(&db, &m, &["migrate"]);
+    ran.failed("MIGRATION_FAILED");
+    for block in [
+        "first line\n  second line (SQLSTATE P0001)\n",
+        "\n  DETAIL: detail one\n  detail two\n",
+        "\n  HINT: hint one\n  hint two\n",
+    ] {
+        assert!(ran.stderr.contains(block), "{block:?} in:\n{}", ran.stderr);
+    }
+    let lines: Vec<_> = ran.stderr.lines().skip(1).collect();
+    assert!(
+        lines.iter().all(|l| l.starts_with("  ") || l.is_empty()),
+        "{}",
+        ran.stderr
+    );
+}

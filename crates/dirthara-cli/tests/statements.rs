@@ -265,23 +265,47 @@ async fn only_a_step_that_may_have_committed_is_left_dirty(server: Server) {
         "{stdout}"
     );
 
-    // goose and dbmate files outside a transaction are sent statement by statement too: the
-    // first statement fails, and nothing of the rest ran (the table is not there).
+    // goose, dbmate and golang-migrate files outside a transaction are sent statement by
+    // statement too: the first statement fails, and nothing of the rest ran (its table is not
+    // there), nor the migration after it. A golang-migrate file has no marker: on PostgreSQL
+    // it is outside a transaction when made only of statements refused in one (`VACUUM`), on
+    // MySQL when it holds DDL, which commits implicitly.
+    let golang_migrate = match server {
+        Server::Postgres => "VACUUM nowhere;\nVACUUM;\n",
+        _ => "INSERT INTO nowhere VALUES (1);\nCREATE TABLE m (id INT);\n",
+    };
     let files = [
         (
+            "1_golang_migrate.up.sql",
+            golang_migrate.to_string(),
+            1,
+        ),
+        (
             "1_goose.sql",
-            "-- +goose NO TRANSACTION\n-- +goose Up\nINSERT INTO nowhere VALUES (1);\nCREATE TABLE g (id INT);\n",
+            "-- +goose NO TRANSACTION\n-- +goose Up\nINSERT INTO nowhere VALUES (1);\nCREATE TABLE g (id INT);\n".to_string(),
             3,
         ),
         (
             "1_dbmate.sql",
-            "-- migrate:up transaction:false\nINSERT INTO nowhere VALUES (1);\nCREATE TABLE d (id INT);\n\n-- migrate:down\n",
+            "-- migrate:up transaction:false\nINSERT INTO nowhere VALUES (1);\nCREATE TABLE d (id INT);\n\n-- migrate:down\n".to_string(),
             2,
         ),
     ];
     for (name, body, line) in files {
         let dir = support::scratch_dir();
         std::fs::write(dir.path().join(name), body).unwrap();
+        let after = match name.ends_with(".up.sql") {
+            true => ("2_after.up.sql", "CREATE TABLE after_it (id INT);\n"),
+            false if name.contains("goose") => (
+                "2_after.sql",
+                "-- +goose Up\nCREATE TABLE after_it (id INT);\n",
+            ),
+            false => (
+                "2_after.sql",
+                "-- migrate:up\nCREATE TABLE after_it (id INT);\n-- migrate:down\n",
+            ),
+        };
+        std::fs::write(dir.path().join(after.0), after.1).unwrap();
         let history = format!("h_{}", name.replace('.', "_"));
         let (code, doc, _) = run(&db, dir.path(), &["migrate", "--history-table", &history]);
         assert_eq!(code, 1, "{name}: {doc}");
@@ -290,10 +314,27 @@ async fn only_a_step_that_may_have_committed_is_left_dirty(server: Server) {
             "{name}: {doc}"
         );
         assert_eq!(doc["error"]["database"]["line"], line, "{name}: {doc}");
+        // The table's absence, not a transaction refusing the statement (PostgreSQL's 25001).
+        let absent = match server {
+            Server::Postgres => "42P01",
+            _ => "42S02",
+        };
+        assert_eq!(doc["error"]["database"]["code"], absent, "{name}: {doc}");
+        if server == Server::Postgres || !name.contains("golang") {
+            // (On MySQL a golang-migrate file is in no transaction because its DDL commits
+            // implicitly, which the step's flag does not say.)
+            let outside = &doc["error"]["migration"]["transactional"];
+            assert_eq!(outside, false, "{name}: {doc}");
+        }
         let (_, doc, _) = run(&db, dir.path(), &["status", "--history-table", &history]);
         assert_eq!(doc["migrations"][0]["state"], "pending", "{name}: {doc}");
+        assert_eq!(doc["migrations"][1]["state"], "pending", "{name}: {doc}");
     }
-    assert!(!db.tables().await.iter().any(|t| t == "g" || t == "d"));
+    let tables = db.tables().await;
+    assert!(
+        !(tables.iter()).any(|t| ["g", "d", "m", "never", "after_it"].contains(&t.as_str())),
+        "{tables:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -430,6 +471,18 @@ async fn a_line_in_a_dbmate_or_goose_file_is_the_files_line() {
     for (name, body, line) in files {
         let dir = support::scratch_dir();
         std::fs::write(dir.path().join(name), body).unwrap();
+        let after = match name.ends_with(".up.sql") {
+            true => ("2_after.up.sql", "CREATE TABLE after_it (id INT);\n"),
+            false if name.contains("goose") => (
+                "2_after.sql",
+                "-- +goose Up\nCREATE TABLE after_it (id INT);\n",
+            ),
+            false => (
+                "2_after.sql",
+                "-- migrate:up\nCREATE TABLE after_it (id INT);\n-- migrate:down\n",
+            ),
+        };
+        std::fs::write(dir.path().join(after.0), after.1).unwrap();
         let history = format!("h_{}", name.replace('.', "_"));
         let (code, doc, _) = run(&db, dir.path(), &["migrate", "--history-table", &history]);
         assert_eq!(code, 1, "{name}: {doc}");

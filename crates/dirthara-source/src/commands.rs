@@ -12,8 +12,7 @@ pub struct Commands {
 
 /// Parses `[{...}, ...]` or `{"transaction": true, "commands": [{...}], "connection": "name"}`.
 pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
-    let value: serde_json::Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
-        .map_err(|e| format!("is not valid JSON ({e})"))?;
+    let value = parse_json(text.trim_start_matches('\u{feff}'))?;
     const SHAPE: &str = "a MongoDB migration is a JSON array of command documents, e.g. \
                          `[{\"create\": \"users\"}]`, or `{\"transaction\": true, \"commands\": [...]}`";
     let (list, transaction, connection) = match value {
@@ -72,6 +71,89 @@ pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
     })
 }
 
+/// JSON text as a value, refusing a document that has one key twice: JSON parsers keep the
+/// last (`serde_json` too), so `{"create": "a", "create": "b"}` would quietly create `b`.
+fn parse_json(text: &str) -> std::result::Result<serde_json::Value, String> {
+    match serde_json::from_str::<Unique>(text) {
+        Ok(Unique(value)) => Ok(value),
+        // The only data error reading into `Unique` is a duplicate key: the rest is syntax.
+        Err(e) if e.classify() == serde_json::error::Category::Data => Err(format!(
+            "has {e}; a document takes each key once (the last one would silently win): \
+             remove or rename the other one"
+        )),
+        Err(e) => Err(format!("is not valid JSON ({e})")),
+    }
+}
+
+/// A JSON value whose documents have no key twice.
+struct Unique(serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Unique {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueVisitor).map(Unique)
+    }
+}
+
+struct UniqueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueVisitor {
+    type Value = serde_json::Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(serde_json::Number::from_f64(v).map_or(serde_json::Value::Null, Into::into))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(v.into())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(serde_json::Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut list = Vec::new();
+        while let Some(Unique(item)) = seq.next_element()? {
+            list.push(item);
+        }
+        Ok(list.into())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if object.contains_key(&key) {
+                return Err(serde::de::Error::custom(format_args!(
+                    "the key `{key}` twice in one document"
+                )));
+            }
+            let Unique(value) = map.next_value()?;
+            object.insert(key, value);
+        }
+        Ok(object.into())
+    }
+}
+
 /// Whether a JSON step does nothing: empty, `[]`, or `{"commands": []}`. An empty down step
 /// is a deliberate "reverses nothing".
 ///
@@ -85,7 +167,8 @@ pub fn is_blank_commands(text: &str) -> bool {
     if text.is_empty() {
         return true;
     }
-    match serde_json::from_str::<serde_json::Value>(text) {
+    // A duplicate key is not blank: it is refused, as `parse_commands` reads it.
+    match parse_json(text) {
         Ok(serde_json::Value::Array(list)) => list.is_empty(),
         Ok(serde_json::Value::Object(object)) => {
             matches!(object.get("commands"), Some(serde_json::Value::Array(list)) if list.is_empty())

@@ -9,8 +9,13 @@
 //! `BEGIN NOT ATOMIC`). It is pure (no I/O), linear in the input and never panics.
 
 mod lexer;
+mod outside;
 #[cfg(test)]
 mod tests;
+mod words;
+
+pub use outside::{outside_transaction, OutsideTransaction};
+pub use words::{line_column, words, Word};
 
 use lexer::{Kind, Lexer, Token};
 
@@ -206,62 +211,6 @@ pub fn has_keyword(sql: &str, dialect: SqlDialect, keyword: &str) -> bool {
 fn scanned_blank(sql: &str, dialect: SqlDialect) -> bool {
     let scan = scan(sql, dialect, dialect == SqlDialect::MySql);
     scan.pieces.is_empty() && scan.error.is_none()
-}
-
-/// A token of a statement as [`words`] gives it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Word<'a> {
-    /// The text as written: a keyword or identifier, a quoted identifier with its quotes, a
-    /// string with its quotes, one punctuation character.
-    pub text: &'a str,
-    /// Its byte offset in the statement.
-    pub offset: usize,
-    /// An unquoted word (a keyword or a plain identifier).
-    pub bare: bool,
-}
-
-/// The tokens of `sql` with comments and whitespace dropped, as the dialect's lexer reads
-/// them (strings, quoted identifiers and dollar-quoted bodies are one token each).
-///
-/// ```
-/// use dirthara_source::sql::{words, SqlDialect};
-/// let found: Vec<_> = words("CLUSTER /* why */ \"Big\" USING big_pkey", SqlDialect::Postgres)
-///     .into_iter().map(|w| w.text).collect();
-/// assert_eq!(found, ["CLUSTER", "\"Big\"", "USING", "big_pkey"]);
-/// ```
-pub fn words(sql: &str, dialect: SqlDialect) -> Vec<Word<'_>> {
-    let mut lx = Lexer::new(sql, dialect);
-    let mut found = Vec::new();
-    while let Some(token) = lx.next_token() {
-        if token.kind == lexer::Kind::Delimiter {
-            continue;
-        }
-        found.push(Word {
-            text: lx.text(token),
-            offset: token.start,
-            bare: token.kind == lexer::Kind::Word,
-        });
-    }
-    found
-}
-
-/// A 0-based character index in `text` as a 1-based (line, column), counting characters;
-/// an index past the end gives the position just after the last character.
-///
-/// ```
-/// assert_eq!(dirthara_source::sql::line_column("ab\ncé\nx", 5), (2, 3));
-/// ```
-pub fn line_column(text: &str, char_index: usize) -> (usize, usize) {
-    let (mut line, mut column) = (1, 1);
-    for c in text.chars().take(char_index) {
-        if c == '\n' {
-            line += 1;
-            column = 1;
-        } else {
-            column += 1;
-        }
-    }
-    (line, column)
 }
 
 /// A statement found by [`scan`], with what transaction detection needs.

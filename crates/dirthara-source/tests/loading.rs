@@ -166,6 +166,146 @@ fn an_up_step_with_nothing_to_run_is_refused_in_every_layout() {
     );
 }
 
+/// A UTF-8 byte-order mark (what Windows editors save) is dropped as the file is read, as
+/// Flyway does: the step's text starts at its first statement, its checksum is the one of the
+/// file without it, and a file with nothing but the mark and comments is an empty up step.
+#[test]
+fn a_byte_order_mark_is_dropped_at_load_in_every_layout() {
+    const BOM: &str = "\u{feff}";
+    let layouts: [(&str, &str); 6] = [
+        ("1_a.up.sql", "{}"),
+        ("1_a.sql", "{}"),
+        ("1_a/up.sql", "{}"),
+        ("V1__a.sql", "{}"),
+        (
+            "1_a.sql",
+            "-- migrate:up\n{}\n-- migrate:down\nDROP TABLE a;\n",
+        ),
+        (
+            "1_a.sql",
+            "-- +goose Up\n{}\n-- +goose Down\nDROP TABLE a;\n",
+        ),
+    ];
+    for (file, template) in layouts {
+        let plain = template.replace("{}", "CREATE TABLE a (id INT);");
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), file, &plain);
+        let without = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        write(dir.path(), file, format!("{BOM}{plain}"));
+        let with = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        assert!(!with[0].up().contains(BOM), "{file}: {:?}", with[0].up());
+        assert_eq!(with[0].up(), without[0].up(), "{file}");
+        assert_eq!(with[0].checksum(), without[0].checksum(), "{file}");
+        for blank in ["", "-- nothing yet\n", "\n;\n"] {
+            let dir = tempfile::tempdir().unwrap();
+            write(
+                dir.path(),
+                file,
+                format!("{BOM}{}", template.replace("{}", blank)),
+            );
+            let found = problems(dir.path());
+            assert!(
+                found.len() == 1 && found[0].1.starts_with("empty up"),
+                "{file} {blank:?}: {found:?}"
+            );
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "1_a.up.json", format!("{BOM}[]"));
+    assert!(problems(dir.path())[0].1.starts_with("empty up"));
+    write(
+        dir.path(),
+        "1_a.up.json",
+        format!("{BOM}[{{\"create\": \"a\"}}]"),
+    );
+    let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+    assert_eq!(loaded[0].up(), "[{\"create\": \"a\"}]");
+}
+
+/// A key written twice in one document of a JSON command file is refused at load, naming the
+/// file, the key and where: a JSON reader keeps the last, so the first would be lost in silence.
+#[test]
+fn a_duplicate_key_in_a_json_command_file_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "1_a.up.json", r#"[{"create": "a", "create": "b"}]"#);
+    write(
+        d,
+        "2_b.up.json",
+        r#"[{"update": "a", "updates": [{"q": {}, "u": {"$set": {"x": 1, "x": 2}}}]}]"#,
+    );
+    write(d, "3_c.up.json", r#"[{"create": "c"}]"#);
+    write(
+        d,
+        "3_c.down.json",
+        r#"{"commands": [{"drop": "c"}], "commands": []}"#,
+    );
+    write(d, "4_d.up.json", r#"[{"create": "d"}, {"create": "e"}]"#);
+    let found = problems(d);
+    let expect = [
+        ("1_a.up.json", "`create`", "line 1 column 25"),
+        ("2_b.up.json", "`x`", "line 1 column 65"),
+        ("3_c.down.json", "`commands`", "line 1 column 40"),
+    ];
+    assert_eq!(found.len(), expect.len(), "{found:?}");
+    for ((file, reason), (want_file, key, place)) in found.iter().zip(expect) {
+        assert_eq!(file, want_file);
+        assert!(
+            reason.starts_with(&format!(
+                "has the key {key} twice in one document at {place}"
+            )) && reason.contains("remove or rename the other one"),
+            "{file}: {reason}"
+        );
+    }
+}
+
+/// An up and a down file of one version are one migration whatever their descriptions, as
+/// golang-migrate pairs them (by version alone), and Flyway its `V`/`U` files; two up files
+/// (or two down files) of one version are still two migrations with one version.
+#[test]
+fn an_up_and_a_down_of_one_version_pair_whatever_their_descriptions() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(
+        d,
+        "30_add_magic_metadata.up.sql",
+        "CREATE TABLE m (id INT);",
+    );
+    write(d, "30_drop_magic_metadata.down.sql", "DROP TABLE m;");
+    write(d, "31_b.up.json", r#"[{"create": "b"}]"#);
+    write(d, "31_remove_b.down.json", r#"[{"drop": "b"}]"#);
+    let loaded = load_directories(&[d.to_path_buf()]).unwrap();
+    assert_eq!(loaded.len(), 2, "{loaded:?}");
+    assert_eq!(loaded[0].name, "add_magic_metadata");
+    assert_eq!(loaded[0].step(Direction::Down), Some("DROP TABLE m;"));
+    assert_eq!(loaded[1].step(Direction::Down), Some(r#"[{"drop": "b"}]"#));
+
+    let flyway = tempfile::tempdir().unwrap();
+    write(flyway.path(), "V2__add_c.sql", "CREATE TABLE c (id INT);");
+    write(flyway.path(), "U2__drop_c.sql", "DROP TABLE c;");
+    let loaded = load_directories(&[flyway.path().to_path_buf()]).unwrap();
+    assert_eq!(loaded[0].step(Direction::Down), Some("DROP TABLE c;"));
+
+    let clash = tempfile::tempdir().unwrap();
+    let c = clash.path();
+    write(c, "30_add_a.up.sql", "CREATE TABLE a (id INT);");
+    write(c, "30_add_b.up.sql", "CREATE TABLE b (id INT);");
+    write(c, "30_drop_a.down.sql", "DROP TABLE a;");
+    write(c, "31_c.up.sql", "CREATE TABLE c (id INT);");
+    write(c, "31_drop_c.down.sql", "DROP TABLE c;");
+    write(c, "31_undo_c.down.sql", "DROP TABLE c;");
+    let found = problems(c);
+    assert_eq!(found.len(), 2, "{found:?}");
+    for (file, reason) in &found {
+        assert!(
+            reason.starts_with("two migrations have version 3"),
+            "{file}: {reason}"
+        );
+    }
+    assert!(found[0].1.contains("`30_add_a.up.sql`") || found[0].1.contains("30_add_b"));
+    assert!(found[1].1.contains("31_drop_c.down.sql") && found[1].1.contains("31_undo_c"));
+}
+
 /// A folder named like a Diesel migration but without `up.sql` is never passed over in
 /// silence: with only a `down.sql` it is refused (a down without its up), otherwise named in
 /// a warning with what it holds.

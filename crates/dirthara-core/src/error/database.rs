@@ -137,7 +137,10 @@ impl DatabaseError {
 
 impl fmt::Display for DatabaseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)?;
+        // A server's text may span lines (a PL/pgSQL `RAISE`, a DETAIL listing each dependent
+        // object): every line after the first is indented like the block's lines, so the
+        // error stays one block under its headline.
+        f.write_str(&indented(&self.message))?;
         match (&self.code, self.number) {
             (Some(code), Some(number)) => write!(f, " (error {number}, SQLSTATE {code})")?,
             (Some(code), None) => write!(f, " (SQLSTATE {code})")?,
@@ -152,13 +155,13 @@ impl fmt::Display for DatabaseError {
             _ => {}
         }
         if let Some(detail) = &self.detail {
-            write!(f, "\n  DETAIL: {detail}")?;
+            write!(f, "\n  DETAIL: {}", indented(detail))?;
         }
         if let Some(hint) = &self.hint {
-            write!(f, "\n  HINT: {hint}")?;
+            write!(f, "\n  HINT: {}", indented(hint))?;
         }
         if let Some(context) = &self.context {
-            write!(f, "\n  CONTEXT: {context}")?;
+            write!(f, "\n  CONTEXT: {}", indented(context))?;
         }
         if let Some(blocker) = &self.blocker {
             write!(f, "\n  the lock was held by {blocker}")?;
@@ -172,6 +175,14 @@ impl fmt::Display for DatabaseError {
             (None, None) => {}
         }
         Ok(())
+    }
+}
+
+/// `text` with each line after the first indented as the lines of an error block are.
+fn indented(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.contains('\n') {
+        true => text.trim_end_matches('\n').replace('\n', "\n  ").into(),
+        false => text.into(),
     }
 }
 
@@ -202,6 +213,20 @@ mod tests {
             "cannot drop table users because other objects depend on it (SQLSTATE 2BP01)\n  \
              at line 3, column 1\n  DETAIL: view active_users depends on table users\n  \
              HINT: Use DROP ... CASCADE to drop the dependent objects too."
+        );
+        let lines = DatabaseError {
+            message: "first line\nsecond line".into(),
+            code: Some("P0001".into()),
+            detail: Some("view a depends on table t\nview b depends on table t\n".into()),
+            hint: Some("one\ntwo".into()),
+            context: Some("PL/pgSQL function f() line 3 at RAISE\nSQL statement \"x\"".into()),
+            ..DatabaseError::default()
+        };
+        assert_eq!(
+            lines.to_string(),
+            "first line\n  second line (SQLSTATE P0001)\n  DETAIL: view a depends on table t\n  \
+             view b depends on table t\n  HINT: one\n  two\n  CONTEXT: PL/pgSQL function f() line 3 \
+             at RAISE\n  SQL statement \"x\""
         );
         assert_eq!(
             DatabaseError::from_message("plain").to_string(),

@@ -24,14 +24,14 @@ pub(super) fn assemble(
     let mut by_version: BTreeMap<i64, (Option<Part>, Option<Part>)> = BTreeMap::new();
     for part in parts {
         let slot = by_version.entry(part.version).or_default();
-        let (place, other) = match part.role {
-            Role::Up | Role::UpOnly => (&mut slot.0, &slot.1),
-            Role::Down => (&mut slot.1, &slot.0),
+        let place = match part.role {
+            Role::Up | Role::UpOnly => &mut slot.0,
+            Role::Down => &mut slot.1,
         };
-        let clash = place
-            .as_ref()
-            .or(other.as_ref().filter(|o| o.name != part.name));
-        if let Some(existing) = clash {
+        // An up and a down step of one version are one migration whatever their names, as
+        // golang-migrate (whose naming dirthara's is) and Flyway pair them: by version alone
+        // (`30_add_x.up.sql` with `30_drop_x.down.sql`). Two ups, or two downs, clash.
+        if let Some(existing) = place.as_ref() {
             let reason = duplicate_version(part.version, &existing.path, &part.path);
             findings.problem(&part.path, reason);
             continue;
@@ -209,7 +209,16 @@ pub(crate) fn step_header(
         return Err(empty_up(layout));
     }
     match format {
-        StepFormat::Sql | StepFormat::Rust => parse_directives(text),
+        StepFormat::Sql => {
+            let mut header = parse_directives(text)?;
+            // sqlx's marker: a first line `-- no-transaction` runs the file outside one.
+            header.no_transaction |= matches!(layout, None | Some(Layout::Plain))
+                && text
+                    .trim_start_matches('\u{feff}')
+                    .starts_with("-- no-transaction");
+            Ok(header)
+        }
+        StepFormat::Rust => parse_directives(text),
         StepFormat::MongoCommands if down && is_blank_commands(text) => Ok(Header::default()),
         StepFormat::MongoCommands => {
             let commands = parse_commands(text)?;

@@ -4,8 +4,14 @@
 use std::fs;
 use std::path::Path;
 
+/// A file's text, without a leading UTF-8 byte-order mark: Windows editors save one, no
+/// database takes it as part of the first statement, and Flyway drops it too. The checksum
+/// leaves a BOM out as well, so dropping it changes no recorded checksum.
 pub(crate) fn read_text(path: &Path) -> std::result::Result<String, String> {
-    let bytes = read_regular_file(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut bytes = read_regular_file(path).map_err(|e| format!("cannot read: {e}"))?;
+    if bytes.starts_with(BOM) {
+        bytes.drain(..BOM.len());
+    }
     let text = String::from_utf8(bytes).map_err(|e| {
         format!(
             "is not valid UTF-8 (invalid byte at offset {}); save it as UTF-8",
@@ -15,6 +21,9 @@ pub(crate) fn read_text(path: &Path) -> std::result::Result<String, String> {
     refuse_nul(&text)?;
     Ok(text)
 }
+
+/// The UTF-8 encoding of U+FEFF, the byte-order mark.
+const BOM: &[u8] = b"\xef\xbb\xbf";
 
 /// Refuses step text holding a NUL byte, saying where the first one is.
 ///
@@ -87,6 +96,16 @@ mod tests {
         );
         let reason = refuse_nul("\0").unwrap_err();
         assert!(reason.contains("offset 0 (line 1)"), "{reason}");
+    }
+
+    #[test]
+    fn a_leading_byte_order_mark_is_dropped_and_no_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("1_a.sql");
+        fs::write(&path, "\u{feff}SELECT 1;\n").unwrap();
+        assert_eq!(read_text(&path).unwrap(), "SELECT 1;\n");
+        fs::write(&path, "SELECT '\u{feff}';\n").unwrap();
+        assert_eq!(read_text(&path).unwrap(), "SELECT '\u{feff}';\n");
     }
 
     #[test]

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 
 use super::BackendKind;
 use crate::error::Problem;
-use crate::migration::{Direction, Migration, ParsedStep, StepFormat};
+use crate::migration::{Direction, Migration, ParsedStep, StepFormat, StepSource};
 use crate::source::sql as tokens;
+use crate::source::Layout;
 
 /// Reads `migration`'s steps as a database of `kind` will run them; every problem found (an
 /// up step with nothing to run there, a `DELIMITER` script that does not split, a command
@@ -35,12 +36,20 @@ pub(crate) fn read_steps(kind: BackendKind, migration: &mut Migration) -> Vec<Pr
         ));
         return problems;
     }
+    let layout = migration.layout.map(|l| l.layout);
     let up = read_sql_step(dialect, &migration.origin, Direction::Up, migration.up());
     match up {
         Ok(read) => {
             if let Some(control) = read.own_transaction {
                 migration.own_transaction.get_or_insert(control);
                 migration.transactional = false;
+            }
+            let source = &migration.up_source;
+            let outside =
+                outside_transaction(read.outside, migration.transactional, source, layout);
+            match outside {
+                Ok(runs_outside) => migration.transactional &= !runs_outside,
+                Err(problem) => problems.push(problem),
             }
             migration.set_parsed(Direction::Up, read.parsed);
         }
@@ -54,6 +63,14 @@ pub(crate) fn read_steps(kind: BackendKind, migration: &mut Migration) -> Vec<Pr
                 if let Some(control) = read.own_transaction {
                     down.own_transaction.get_or_insert(control);
                     down.transactional = false;
+                }
+                let source = match down.source.file.is_empty() {
+                    true => &migration.up_source,
+                    false => &down.source,
+                };
+                match outside_transaction(read.outside, down.transactional, source, layout) {
+                    Ok(runs_outside) => down.transactional &= !runs_outside,
+                    Err(problem) => problems.push(problem),
                 }
                 down_parsed = Some(read.parsed);
             }
@@ -93,11 +110,49 @@ fn parse_commands(migration: &mut Migration) -> Vec<Problem> {
     problems
 }
 
+/// Whether a step runs outside a transaction because of a statement the database refuses in
+/// one (`found`): `true` when the step is made only of such statements (as golang-migrate,
+/// goose and psql run it); `Err` when it mixes one with other statements and has no
+/// no-transaction marker, naming the statement (file:line) and the marker its layout takes.
+fn outside_transaction(
+    found: Option<tokens::OutsideTransaction>,
+    transactional: bool,
+    source: &StepSource,
+    layout: Option<Layout>,
+) -> std::result::Result<bool, Problem> {
+    let Some(found) = found else {
+        return Ok(false);
+    };
+    if found.alone || !transactional {
+        return Ok(true);
+    }
+    let marker = match layout {
+        Some(Layout::Goose) => "`-- +goose NO TRANSACTION` to the file",
+        Some(Layout::Dbmate) => {
+            "` transaction:false` to its `-- migrate:up` (or `-- migrate:down`) line"
+        }
+        Some(Layout::Diesel) => "`run_in_transaction = false` to the folder's `metadata.toml`",
+        _ => "`-- dirthara:no-transaction` as its first line (sqlx: `-- no-transaction`)",
+    };
+    Err(Problem::new(
+        PathBuf::from(&source.file),
+        format!(
+            "line {}: `{}` cannot run inside a transaction, and the step has other statements, \
+             which would run in one; add {marker} to run them all without one, or move it to a \
+             migration of its own",
+            source.file_line(found.line),
+            found.statement
+        ),
+    ))
+}
+
 /// What loading learnt of one SQL step.
 struct SqlStepRead {
     /// How it controls its own transaction (e.g. `` `COMMIT` at line 3 of the up step``), if
     /// it does.
     own_transaction: Option<String>,
+    /// Its first statement the database refuses inside a transaction block, if any.
+    outside: Option<tokens::OutsideTransaction>,
     /// A MySQL `DELIMITER` script's statements, split once here.
     parsed: ParsedStep,
 }
@@ -126,6 +181,7 @@ fn read_sql_step(
         )
     });
     Ok(SqlStepRead {
+        outside: tokens::outside_transaction(text, dialect),
         own_transaction,
         parsed: script.map(ParsedStep::new).unwrap_or_default(),
     })
