@@ -729,3 +729,31 @@ async fn a_killed_mariadb_connection_is_reported_as_lost_and_the_migration_as_di
     // MySQL DDL committed on its own: the `running` record says so.
     assert_eq!(state_of(&db, &m, 1), "dirty");
 }
+
+/// A server that turns read-only under a run (a primary demoted by a failover) is a lost
+/// writer, not a failing migration: the run says the connection was lost and why. The first
+/// step makes the session read-only for every later transaction, as a demotion would.
+#[tokio::test]
+async fn a_server_answering_read_only_is_reported_as_a_lost_writer() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    m.add(
+        1,
+        "demote",
+        "CREATE TABLE before_demotion (id int);\nSET SESSION default_transaction_read_only = on;",
+        None,
+    );
+    m.add(2, "after", "CREATE TABLE after_demotion (id int);", None);
+    let output = dirthara(&db.url, m.path(), &["migrate"]).output().unwrap();
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("read-only transaction"), "{stderr}");
+    assert!(
+        stderr.contains("connection to the database was lost"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("the server answered read-only"), "{stderr}");
+    assert!(!db.tables().await.contains(&"after_demotion".to_string()));
+}
