@@ -33,6 +33,10 @@ impl Server {
     /// use dirthara_ddl::{Server, SqlDialect};
     /// assert_eq!(Server::from_version(SqlDialect::MySql, "10.11.6-MariaDB-0+deb12u1"),
     ///            Server::MariaDb { version: (10, 11, 6) });
+    /// // Oracle MySQL's (Debian's package) names no product: not MariaDB is MySQL.
+    /// assert_eq!(Server::from_version(SqlDialect::MySql, "9.7.4-2"),
+    ///            Server::MySql { version: (9, 7, 4) });
+    /// assert_eq!(Server::from_version(SqlDialect::MySql, "9.7.4-2").to_string(), "MySQL 9.7.4");
     /// assert_eq!(Server::from_version(SqlDialect::Postgres, "15.19 (Debian 15.19-0+deb12u1)"),
     ///            Server::Postgres { version: (15, 19, 0) });
     /// assert_eq!(Server::from_version(SqlDialect::Postgres, "PostgreSQL 10.23 on x86_64-pc-linux-gnu"),

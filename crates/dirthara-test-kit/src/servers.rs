@@ -292,6 +292,16 @@ impl TestDb {
         }
     }
 
+    /// Whether the MySQL-protocol server is MariaDB (its `VERSION()` says so), as opposed to
+    /// Oracle MySQL: where the two differ (texts, columns, what they report), a test asserts
+    /// what the server it runs on does.
+    pub async fn is_mariadb(&self) -> bool {
+        self.server == Server::Mysql
+            && self.strings("SELECT VERSION()").await[0]
+                .to_ascii_lowercase()
+                .contains("mariadb")
+    }
+
     pub async fn strings(&self, sql: &str) -> Vec<String> {
         match self.server {
             Server::Postgres => {

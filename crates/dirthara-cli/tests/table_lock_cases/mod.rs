@@ -163,11 +163,17 @@ pub(crate) async fn wait_until_waited(db: &TestDb, statement: &str, long: Durati
              AND position({} in query) > 0 AND now() - query_start >= interval '{ms} ms'",
             literal(statement)
         ),
+        // MariaDB's process list has the wait in milliseconds; Oracle MySQL's only in whole
+        // seconds, so there the wait is rounded up to the next whole second.
         _ => format!(
             "SELECT CAST(COUNT(*) AS CHAR) FROM information_schema.PROCESSLIST \
              WHERE STATE LIKE 'Waiting for%lock' AND DB = DATABASE() \
-             AND INFO LIKE {} AND TIME_MS >= {ms}",
-            literal(&format!("%{statement}%"))
+             AND INFO LIKE {} AND {}",
+            literal(&format!("%{statement}%")),
+            match db.is_mariadb().await {
+                true => format!("TIME_MS >= {ms}"),
+                false => format!("TIME >= {}", ms.div_ceil(1000)),
+            }
         ),
     };
     let started = Instant::now();

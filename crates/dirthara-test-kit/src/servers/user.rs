@@ -16,10 +16,13 @@ pub struct TestUser {
 }
 
 impl TestDb {
-    /// A login named `<this name>_<suffix>` with `password` and no rights but to connect:
-    /// grant it what the test needs. PostgreSQL or MySQL/MariaDB.
+    /// A login named `dt_<this name's unique part>_<suffix>` with `password` and no rights
+    /// but to connect: grant it what the test needs. PostgreSQL or MySQL/MariaDB. Shorter
+    /// than the database's name because Oracle MySQL refuses a user name over 32 characters
+    /// (MariaDB allows 80).
     pub async fn user(&self, suffix: &str, password: &str) -> TestUser {
-        let name = format!("{}_{suffix}", self.name);
+        let unique = self.name.strip_prefix("dirthara_t_").unwrap_or(&self.name);
+        let name = format!("dt_{unique}_{suffix}");
         match self.server {
             Server::Postgres => {
                 self.execute(&format!("CREATE ROLE {name} LOGIN PASSWORD '{password}'"))

@@ -97,6 +97,15 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
     let version = text_column(&row, 2).ok().flatten().unwrap_or_default();
     let comment = text_column(&row, 3).ok().flatten().unwrap_or_default();
     let lock_wait_timeout: i64 = row.try_get(4).map_err(connect_failure)?;
+    // Oracle MySQL 8+ answers information_schema.TABLES's sizes from a cache kept a day by
+    // default, so a table that grew since it was last read would look small to the lint and
+    // the blocking-DDL check. MariaDB has no such cache (nor the variable); a MySQL-protocol
+    // server refusing the variable has no such cache either, so a refusal is ignored.
+    if !version.to_ascii_lowercase().contains("mariadb") {
+        let _ = conn
+            .execute("SET SESSION information_schema_stats_expiry = 0")
+            .await;
+    }
     let Some(database) = database else {
         return Err(ConnectFailure::refused(
             "the URL names no database; add it as the path, e.g. mysql://user@host/app",

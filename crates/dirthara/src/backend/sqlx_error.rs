@@ -61,6 +61,9 @@ fn postgres_facts(
     // 57P01 admin_shutdown (server restart, pg_terminate_backend), 57P02 crash_shutdown,
     // and class 08 (connection exception) end the session.
     facts.connection_lost = matches!(pg.code(), "57P01" | "57P02") || pg.code().starts_with("08");
+    if answers_read_only(None, pg.code(), pg.message()) {
+        read_only(&mut facts);
+    }
     facts.lock_not_available = pg.code() == "55P03";
     facts.deadlock_victim = pg.code() == "40P01";
     let position = match pg.position() {
@@ -77,5 +80,76 @@ fn mysql_facts(mut facts: DatabaseError, my: &sqlx::mysql::MySqlDatabaseError) -
     facts.connection_lost = matches!(my.number(), 1053 | 1927 | 2006 | 2013);
     facts.lock_not_available = matches!(my.number(), 1205 | 3572);
     facts.deadlock_victim = my.number() == 1213;
+    if answers_read_only(
+        Some(my.number()),
+        my.code().unwrap_or_default(),
+        my.message(),
+    ) {
+        read_only(&mut facts);
+    }
     facts
+}
+
+/// The server refused a write because it is read-only, as a primary is once a failover
+/// (Aurora, Patroni, orchestrator) has made it a replica while dirthara held its session:
+/// PostgreSQL's SQLSTATE 25006, MySQL's 1290 naming `--read-only` or `--super-read-only`
+/// (1290 is also `--secure-file-priv` and the like), and 1836 `read_only` mode.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn answers_read_only(number: Option<u16>, sqlstate: &str, message: &str) -> bool {
+    match number {
+        Some(1836) => true,
+        Some(1290) => message.contains("read-only") || message.contains("read_only"),
+        Some(_) => false,
+        None => sqlstate == "25006",
+    }
+}
+
+/// A read-only answer is a lost writer: the lock and the history are no longer on the
+/// primary, so the run ends as if its connection had dropped, and says why.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn read_only(facts: &mut DatabaseError) {
+    facts.connection_lost = true;
+    facts.hint.get_or_insert_with(|| {
+        "the server answered read-only, as a former primary does after a failover: dirthara's \
+         session (and its migration lock) is no longer on the writer; run again once the URL \
+         reaches the new primary"
+            .to_string()
+    });
+}
+
+#[cfg(all(test, any(feature = "postgres", feature = "mysql")))]
+mod tests {
+    use super::answers_read_only;
+
+    #[test]
+    fn a_read_only_answer_is_recognised_by_number_sqlstate_and_message() {
+        let super_read_only = "The MySQL server is running with the --super-read-only option \
+                               so it cannot execute this statement";
+        assert!(answers_read_only(Some(1290), "HY000", super_read_only));
+        assert!(answers_read_only(
+            Some(1290),
+            "HY000",
+            "The MariaDB server is running with the --read-only option so it cannot execute \
+             this statement"
+        ));
+        assert!(answers_read_only(
+            Some(1836),
+            "HY000",
+            "Running in read-only mode"
+        ));
+        assert!(answers_read_only(
+            None,
+            "25006",
+            "cannot execute CREATE TABLE in a read-only transaction"
+        ));
+        // The same 1290 for another option is an ordinary refusal.
+        assert!(!answers_read_only(
+            Some(1290),
+            "HY000",
+            "The MySQL server is running with the --secure-file-priv option so it cannot \
+             execute this statement"
+        ));
+        assert!(!answers_read_only(Some(1062), "23000", "Duplicate entry"));
+        assert!(!answers_read_only(None, "42P07", "relation exists"));
+    }
 }
