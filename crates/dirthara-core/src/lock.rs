@@ -50,6 +50,9 @@ pub const LOCK_NAME: &str = "dirthara:migrations";
 /// Longest pause between two attempts at a session lock, in case a release notification is
 /// missed (or the holder died and the server released its lock without notifying anyone).
 const MAX_SESSION_PAUSE: Duration = Duration::from_millis(500);
+// A wait without end is these pauses in a loop, each one `GET_LOCK` on MySQL, whose timeout
+// TiDB caps at 3600 s: a slice longer than that would end a "wait forever" there.
+const _: () = assert!(MAX_SESSION_PAUSE.as_secs() < 3600);
 
 /// The wait when `lock_wait` is not set: a session lock waits for its holder; a lease fails
 /// at once (the deploy orchestrator decides whether to retry).
