@@ -6,12 +6,18 @@
 //! check (which refuses the session lock only where consecutive transactions may land in
 //! different server sessions) must let it through: runners wait for each other and apply each
 //! migration once.
+//!
+//! Odyssey with `pool "transaction"` hands each transaction whichever server session is free,
+//! like PgBouncer's transaction pooling: the session lock is refused before anything changes,
+//! and the lease works. With `pool "session"` it keeps each client's server session, and the
+//! session lock works through it as through pgpool-II.
 
 mod support;
 
 use std::process::Output;
 use std::time::Duration;
 
+use support::odyssey::Odyssey;
 use support::pgpool::PgPool;
 use support::servers::{Server, TestDb};
 use support::Migrations;
@@ -165,4 +171,129 @@ async fn lease_runners_through_pgpool_apply_each_migration_once() {
             .await,
         ["0"]
     );
+}
+
+/// Asserts that a run was refused as a session lock behind a transaction pooler, naming it and
+/// the fix.
+fn assert_refused_as_pooled(output: &Output, odyssey: &Odyssey) {
+    let (stdout, stderr) = text(output);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{stdout}\n{stderr}\nOdyssey log:\n{}",
+        odyssey.log()
+    );
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("Error [MIGRATION_LOCK_FAILED]: "))
+        .unwrap_or_else(|| panic!("no MIGRATION_LOCK_FAILED error on stderr:\n{stderr}"));
+    for needle in [
+        "Odyssey",
+        "transaction-pooling proxy",
+        "--locking lease",
+        "Nothing was changed",
+    ] {
+        assert!(line.contains(needle), "`{needle}` missing from: {line}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_lock_runners_through_odyssey_are_refused_and_change_nothing() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let Some(odyssey) = Odyssey::start(&db, "transaction", 4).await else {
+        return;
+    };
+    let m = logged_migrations(5, 0.0);
+    // One runner alone on a fresh pool, then three at once on the used one.
+    let alone = dirthara(&odyssey.url(), m.path(), &["migrate"])
+        .output()
+        .unwrap();
+    assert_refused_as_pooled(&alone, &odyssey);
+    let children: Vec<_> = (0..3)
+        .map(|_| spawn(dirthara(&odyssey.url(), m.path(), &["migrate"])))
+        .collect();
+    for output in children.into_iter().map(finish) {
+        assert_refused_as_pooled(&output, &odyssey);
+    }
+    assert_eq!(db.tables().await, Vec::<String>::new(), "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lease_runners_through_odyssey_apply_each_migration_once() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let Some(odyssey) = Odyssey::start(&db, "transaction", 8).await else {
+        return;
+    };
+    let m = logged_migrations(12, 0.05);
+    let args = [
+        "migrate",
+        "--locking",
+        "lease",
+        "--lock-wait",
+        "60s",
+        "--output",
+        "json",
+    ];
+    let children: Vec<_> = (0..4)
+        .map(|_| spawn(dirthara(&odyssey.url(), m.path(), &args)))
+        .collect();
+    let mut applied = Vec::new();
+    for output in children.into_iter().map(finish) {
+        let (stdout, stderr) = text(&output);
+        assert!(
+            output.status.success(),
+            "a lease runner failed through Odyssey:\n{stdout}\n{stderr}\nOdyssey log:\n{}",
+            odyssey.log()
+        );
+        applied.extend(applied_versions(&output));
+    }
+    applied.sort();
+    assert_eq!(applied, (1..=12).collect::<Vec<_>>(), "reported as applied");
+    assert_applied_once(&db, 12).await;
+    assert_eq!(
+        db.strings("SELECT count(*)::text FROM dirthara_migrations_lock")
+            .await,
+        ["0"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_lock_runners_through_a_session_pooling_odyssey_apply_each_migration_once() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    // Room for every connection of four runners at once: a session pool gives each client a
+    // server session of its own, and a client beyond the pool size would wait for one.
+    let Some(odyssey) = Odyssey::start(&db, "session", 16).await else {
+        return;
+    };
+    let m = logged_migrations(12, 0.05);
+    let children: Vec<_> = (0..4)
+        .map(|_| {
+            spawn(dirthara(
+                &odyssey.url(),
+                m.path(),
+                &["migrate", "--lock-wait", "60s", "--output", "json"],
+            ))
+        })
+        .collect();
+    let mut applied = Vec::new();
+    for output in children.into_iter().map(finish) {
+        let (stdout, stderr) = text(&output);
+        assert!(
+            output.status.success(),
+            "a session-lock runner failed through Odyssey in session mode:\n{stdout}\n{stderr}\n\
+             Odyssey log:\n{}",
+            odyssey.log()
+        );
+        assert!(!stderr.contains("pooler"), "{stderr}");
+        applied.extend(applied_versions(&output));
+    }
+    applied.sort();
+    assert_eq!(applied, (1..=12).collect::<Vec<_>>(), "reported as applied");
+    assert_applied_once(&db, 12).await;
 }

@@ -118,6 +118,16 @@ async fn stamp(
 async fn recheck(conn: &mut PgConnection, stamp: &Stamp, who: &str) -> Result<(), Suspect> {
     let row = conn.fetch_one(identity_sql().as_str()).await?;
     let (pid, token) = identity(&row)?;
+    if pid == stamp.pid && token != stamp.token {
+        // Same server process, its session setting gone: the proxy reset the session between
+        // transactions (Odyssey does, with DISCARD ALL or its "smart" discard). Such a reset
+        // releases session-level advisory locks too.
+        return Err(Suspect::Shared(format!(
+            "the server session (process {pid}) behind {who} was reset between two consecutive \
+             transactions (its session settings gone, as a proxy's DISCARD ALL does, which also \
+             releases session locks)"
+        )));
+    }
     if pid != stamp.pid || token != stamp.token {
         return Err(Suspect::Shared(format!(
             "two consecutive transactions on {who} ran in different server sessions \
