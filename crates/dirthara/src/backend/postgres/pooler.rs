@@ -335,3 +335,38 @@ async fn release_if_here(main: &mut PgConnection, stamp: &Stamp, key: i64) {
     );
     let _ = main.execute(sql.as_str()).await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dirthara_test_kit::servers::{Server, TestDb};
+
+    /// A proxy that resets the server session between transactions (Odyssey's discard) keeps
+    /// the process but loses the stamp: that is reported as a reset, not as another session.
+    #[tokio::test]
+    async fn a_session_reset_between_transactions_is_reported_as_such() {
+        let Some(db) = TestDb::create(Server::Postgres).await else {
+            return;
+        };
+        let mut conn = PgConnection::connect(&db.url).await.unwrap();
+        let Ok(mine) = stamp(&mut conn, "the lock connection", None).await else {
+            panic!("a direct connection failed its own stamp");
+        };
+        assert!(recheck(&mut conn, &mine, "the lock connection")
+            .await
+            .is_ok());
+        conn.execute("DISCARD ALL").await.unwrap();
+        match recheck(&mut conn, &mine, "the lock connection").await {
+            Err(Suspect::Shared(evidence)) => {
+                let expected = format!(
+                    "the server session (process {}) behind the lock connection was reset",
+                    mine.pid
+                );
+                assert!(evidence.starts_with(&expected), "{evidence}");
+            }
+            Err(Suspect::Database(e)) => panic!("{e}"),
+            Ok(()) => panic!("a reset session passed the check"),
+        }
+        conn.close().await.unwrap();
+    }
+}
