@@ -8,6 +8,8 @@
 //! - [`servers`]: throwaway databases on the test servers (`Server`, `TestDb`), from the
 //!   workspace's test kit (`dirthara-test-kit`), which the library's tests share;
 //! - [`pgbouncer`]: a PgBouncer of the test's own in front of one of them;
+//! - [`pgpool`]: a pgpool-II of the test's own in front of one of them;
+//! - [`odyssey`]: an Odyssey of the test's own (from a Debian sid chroot) in front of one;
 //! - [`private_server`]: a PostgreSQL or MariaDB of the test's own, to stop and restart;
 //! - [`watch`]: an `--output ndjson` run watched while it runs;
 //! - [`scenarios`]: lock scenarios as tables, one row per backend (`scenario_tests!`).
@@ -20,7 +22,9 @@
 // them leaves unused, another uses.
 #![allow(dead_code)]
 
+pub(crate) mod odyssey;
 pub(crate) mod pgbouncer;
+pub(crate) mod pgpool;
 pub(crate) mod private_server;
 pub(crate) mod project;
 pub(crate) mod run;

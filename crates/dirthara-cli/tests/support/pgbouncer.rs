@@ -126,7 +126,7 @@ fn pgbouncer_binary() -> Option<PathBuf> {
     on_path.into_iter().find(|p| p.is_file())
 }
 
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     Command::new("id")
         .arg("-u")
         .output()
@@ -134,7 +134,7 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -143,15 +143,15 @@ fn free_port() -> u16 {
 }
 
 /// Where the PostgreSQL test server listens and who logs in, from a test database URL.
-struct ServerAddress {
-    user: String,
-    password: String,
-    host: String,
-    port: u16,
+pub(crate) struct ServerAddress {
+    pub(crate) user: String,
+    pub(crate) password: String,
+    pub(crate) host: String,
+    pub(crate) port: u16,
 }
 
 impl ServerAddress {
-    fn parse(url: &str) -> ServerAddress {
+    pub(crate) fn parse(url: &str) -> ServerAddress {
         let rest = url.split_once("://").map_or(url, |(_, r)| r);
         let authority = rest.split(['/', '?']).next().unwrap_or_default();
         let (userinfo, hostport) = authority

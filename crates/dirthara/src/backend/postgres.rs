@@ -305,9 +305,10 @@ fn pooler_reason(evidence: &str, hosted: Option<String>) -> String {
         .unwrap_or_default();
     format!(
         "the session lock cannot hold on this connection: {evidence}. This is what a \
-         transaction-pooling proxy does (PgBouncer with pool_mode = transaction, pgcat, RDS \
-         Proxy, Supavisor): it runs each transaction in whichever server session is free, so a \
-         session lock taken in one is not held in the next. Nothing was changed. Use --locking \
+         transaction-pooling proxy does (PgBouncer with pool_mode = transaction, Odyssey with \
+         pool \"transaction\", pgcat, RDS Proxy, Supavisor): it runs each transaction in \
+         whichever server session is free, so a session lock taken in one is not held in the \
+         next. Nothing was changed. Use --locking \
          lease (`locking = \"lease\"`), which works through any proxy, or connect directly to \
          PostgreSQL or through a session-pooled connection.{hosted}"
     )

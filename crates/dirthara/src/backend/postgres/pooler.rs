@@ -118,6 +118,16 @@ async fn stamp(
 async fn recheck(conn: &mut PgConnection, stamp: &Stamp, who: &str) -> Result<(), Suspect> {
     let row = conn.fetch_one(identity_sql().as_str()).await?;
     let (pid, token) = identity(&row)?;
+    if pid == stamp.pid && token != stamp.token {
+        // Same server process, its session setting gone: the proxy reset the session between
+        // transactions (Odyssey does, with DISCARD ALL or its "smart" discard). Such a reset
+        // releases session-level advisory locks too.
+        return Err(Suspect::Shared(format!(
+            "the server session (process {pid}) behind {who} was reset between two consecutive \
+             transactions (its session settings gone, as a proxy's DISCARD ALL does, which also \
+             releases session locks)"
+        )));
+    }
     if pid != stamp.pid || token != stamp.token {
         return Err(Suspect::Shared(format!(
             "two consecutive transactions on {who} ran in different server sessions \
@@ -324,4 +334,39 @@ async fn release_if_here(main: &mut PgConnection, stamp: &Stamp, key: i64) {
         SqlDialect::Postgres.literal(&stamp.token)
     );
     let _ = main.execute(sql.as_str()).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dirthara_test_kit::servers::{Server, TestDb};
+
+    /// A proxy that resets the server session between transactions (Odyssey's discard) keeps
+    /// the process but loses the stamp: that is reported as a reset, not as another session.
+    #[tokio::test]
+    async fn a_session_reset_between_transactions_is_reported_as_such() {
+        let Some(db) = TestDb::create(Server::Postgres).await else {
+            return;
+        };
+        let mut conn = PgConnection::connect(&db.url).await.unwrap();
+        let Ok(mine) = stamp(&mut conn, "the lock connection", None).await else {
+            panic!("a direct connection failed its own stamp");
+        };
+        assert!(recheck(&mut conn, &mine, "the lock connection")
+            .await
+            .is_ok());
+        conn.execute("DISCARD ALL").await.unwrap();
+        match recheck(&mut conn, &mine, "the lock connection").await {
+            Err(Suspect::Shared(evidence)) => {
+                let expected = format!(
+                    "the server session (process {}) behind the lock connection was reset",
+                    mine.pid
+                );
+                assert!(evidence.starts_with(&expected), "{evidence}");
+            }
+            Err(Suspect::Database(e)) => panic!("{e}"),
+            Ok(()) => panic!("a reset session passed the check"),
+        }
+        conn.close().await.unwrap();
+    }
 }
