@@ -770,6 +770,27 @@ async fn statements_that_cannot_run_in_a_transaction_are_settled_at_load() {
         refused.stderr
     );
     assert_eq!(db.tables().await, Vec::<String>::new(), "nothing applied");
+    // Each layout's refusal names the marker that layout takes, at the file's own line.
+    for (file, text, said) in [
+        (
+            "1_a.sql",
+            "-- +goose Up\nCREATE TABLE v (a int);\nVACUUM v;\n",
+            "line 3: `VACUUM` cannot run inside a transaction, and the step has other \
+             statements, which would run in one; add `-- +goose NO TRANSACTION` to the file",
+        ),
+        (
+            "1_a.sql",
+            "-- migrate:up\nCREATE TABLE v (a int);\nVACUUM v;\n-- migrate:down\n",
+            "line 3: `VACUUM` cannot run inside a transaction, and the step has other \
+             statements, which would run in one; add ` transaction:false` to its `-- migrate:up`",
+        ),
+    ] {
+        let other = Migrations::new();
+        std::fs::write(other.path().join(file), text).unwrap();
+        let refused = run(&db, &other, &["migrate"]);
+        refused.failed("INVALID_MIGRATION");
+        assert!(refused.stderr.contains(said), "{}", refused.stderr);
+    }
 
     write(
         "4_mixed.up.sql",
