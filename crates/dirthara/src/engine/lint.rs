@@ -57,11 +57,26 @@ impl Migrator {
     /// statement would do to the tables it touches (see [`LintAgainst`]). Never takes the
     /// lock and never changes anything.
     pub async fn lint(&self, against: LintAgainst) -> Result<LintReport> {
-        let connections = self.connections();
+        let mut connections = self.connections();
         if against == LintAgainst::Live {
             self.checked(&connections)?;
         }
-        let migrations = self.migrations(DownSteps::Skip, &connections)?;
+        let mut migrations = self.migrations(DownSteps::Skip, &connections)?;
+        if let LintAgainst::Offline { dialect } = against {
+            // A connection without a URL is read as the asked dialect's database would read
+            // it (a step made only of `CREATE INDEX CONCURRENTLY` runs outside a transaction
+            // there), so offline and live lint judge the same step the same way.
+            let unread: std::collections::BTreeSet<&str> = (migrations.iter())
+                .map(|m| m.connection.as_str())
+                .filter(|name| connections.kind(name).is_err())
+                .collect();
+            if !unread.is_empty() {
+                for name in unread {
+                    connections = connections.with(name, Ok(offline_kind(dialect)));
+                }
+                migrations = self.migrations(DownSteps::Skip, &connections)?;
+            }
+        }
         // Linting nothing is a mistake (a wrong --dir), never a clean bill.
         if migrations.is_empty() {
             let directories: Vec<String> = (self.config.directories.iter())
@@ -95,11 +110,7 @@ impl Migrator {
                     );
                 }
                 LintAgainst::Offline { dialect } => {
-                    let asked = match dialect {
-                        Some(SqlDialect::MySql) => BackendKind::Mysql,
-                        _ => BackendKind::Postgres,
-                    };
-                    let kind = connections.kind(name).unwrap_or(asked);
+                    let kind = connections.kind(name).unwrap_or(offline_kind(dialect));
                     judge.analyze(migration, Direction::Up, name, &kind.capabilities(), None);
                 }
             }
@@ -132,5 +143,14 @@ impl Migrator {
             blocking_table_size: config.blocking_table_size,
             migrations: migrations.len(),
         })
+    }
+}
+
+/// The database a connection without a URL is judged as, offline: `dialect`'s (PostgreSQL
+/// unless MySQL is asked for).
+fn offline_kind(dialect: Option<SqlDialect>) -> BackendKind {
+    match dialect {
+        Some(SqlDialect::MySql) => BackendKind::Mysql,
+        _ => BackendKind::Postgres,
     }
 }
