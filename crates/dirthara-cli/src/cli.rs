@@ -120,6 +120,11 @@ pub(crate) struct FleetArgs {
     #[arg(long, global = true, conflicts_with = "max_failures")]
     pub keep_going: bool,
 
+    /// Pass when the targets' source names none (FLEET_EMPTY otherwise: a pattern that
+    /// matches nothing is usually a typo)
+    #[arg(long, global = true)]
+    pub allow_empty_fleet: bool,
+
     /// Only the targets of shard I of N (counted from 1), a stable split by name
     #[arg(long, value_name = "I/N", global = true, value_parser = dirthara::fleet::Shard::parse)]
     pub shard: Option<dirthara::fleet::Shard>,

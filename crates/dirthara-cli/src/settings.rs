@@ -81,6 +81,9 @@ fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
     if args.keep_going {
         options.max_failures = None;
     }
+    if args.allow_empty_fleet {
+        options.allow_empty = true;
+    }
     if let Some(shard) = args.shard {
         options.shard = Some(shard);
     }

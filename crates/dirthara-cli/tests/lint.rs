@@ -170,7 +170,7 @@ fn lint_of_no_migrations_is_an_error_not_a_clean_bill() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
     assert!(
-        stderr.contains("Error [CONFIG_ERROR]: no migrations to lint in")
+        stderr.contains("Error [NO_MIGRATIONS]: no migrations in")
             && stderr.contains("Point --dir"),
         "{stderr}"
     );

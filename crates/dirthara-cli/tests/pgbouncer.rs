@@ -64,6 +64,21 @@ fn assert_refused_as_pooled(output: &Output) {
     }
 }
 
+/// Asserts that a run behind a transaction pooler changed nothing: refused as pooled, or —
+/// when the bouncer happened to give its check's transactions one server session each time
+/// (the check proves a session is shared only when it sees it, which a busy machine's
+/// scheduling can hide) — stopped by the loss of the lock before its first migration.
+fn assert_refused_or_stopped_before_the_first_migration(output: &Output) {
+    let (stdout, stderr) = text(output);
+    let stopped = "Error [LOCK_LEASE_LOST]: lock `dirthara:migrations` on connection `default` \
+                   was lost during the run; stopped before migration 1 (log) was applied";
+    if stderr.lines().any(|l| l.starts_with(stopped)) {
+        assert_eq!(output.status.code(), Some(1), "{stdout}\n{stderr}");
+        return;
+    }
+    assert_refused_as_pooled(output);
+}
+
 /// The tables of the test database (read directly, not through the bouncer).
 async fn tables(db: &TestDb) -> Vec<String> {
     db.tables().await
@@ -146,7 +161,7 @@ async fn one_session_lock_runner_through_pgbouncer_is_refused_and_changes_nothin
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn concurrent_session_lock_runners_through_pgbouncer_are_all_refused() {
+async fn concurrent_session_lock_runners_through_pgbouncer_change_nothing() {
     let Some(db) = TestDb::create(Server::Postgres).await else {
         return;
     };
@@ -159,9 +174,18 @@ async fn concurrent_session_lock_runners_through_pgbouncer_are_all_refused() {
         };
         for _ in 0..(if round == 2 { 2 } else { 1 }) {
             for output in run_concurrently(&bouncer.url(), &m, 4, &["migrate"]) {
-                assert_refused_as_pooled(&output);
+                assert_refused_or_stopped_before_the_first_migration(&output);
             }
-            assert_eq!(tables(&db).await, Vec::<String>::new(), "nothing changed");
+            // No migration ran, none is recorded (a runner stopped by the loss may have
+            // created dirthara's own empty tables first).
+            let tables = tables(&db).await;
+            assert!(
+                tables.iter().all(|t| t.starts_with("dirthara_migrations")),
+                "nothing changed: {tables:?}"
+            );
+            if !tables.is_empty() {
+                assert_eq!(db.history().await.len(), 0, "nothing recorded");
+            }
         }
     }
 }

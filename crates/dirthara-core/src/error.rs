@@ -198,6 +198,30 @@ pub enum ErrorKind {
         /// Each statement, with its table's size and the safe recipe.
         findings: Vec<crate::blocking::StepFinding>,
     },
+    /// A fleet's source named no target (or this runner's shard of it holds none).
+    FleetEmpty {
+        /// The source, as the flag or `[fleet]` key says it: `--schemas tenant_*`.
+        source: String,
+        /// What it found instead, to tell a typo from an empty list: `12 schemas, none
+        /// matching (nearest: Tenant_1)`, or `an empty file`.
+        found: String,
+    },
+    /// The configured directories hold no migration, and none was given in code.
+    NoMigrations {
+        /// Each directory looked in, as configured.
+        directories: Vec<PathBuf>,
+    },
+    /// The database refused a read or write of dirthara's own tables, or the use of a
+    /// schema: a missing grant, never "nothing applied".
+    PermissionDenied {
+        /// The named connection (or fleet target) refused.
+        connection: String,
+        /// What the database said, in its words: `permission denied for table
+        /// dirthara_history (code 42501)`.
+        message: String,
+        /// The grant that fixes it, as SQL to run as an owner or administrator.
+        grant: String,
+    },
 }
 
 /// The error returned by every dirthara operation.
@@ -302,6 +326,9 @@ impl Error {
             ErrorKind::NewerDatabase { .. } => Code::MissingMigration,
             ErrorKind::WaitTimedOut { .. } => Code::WaitTimeout,
             ErrorKind::BlockingDdl { .. } => Code::BlockingDdl,
+            ErrorKind::FleetEmpty { .. } => Code::FleetEmpty,
+            ErrorKind::NoMigrations { .. } => Code::NoMigrations,
+            ErrorKind::PermissionDenied { .. } => Code::PermissionDenied,
         }
     }
 
@@ -433,54 +460,6 @@ impl std::error::Error for Error {
     }
 }
 
-/// `{"code", "message", ...}`: the code, the message as printed, the facts a program can act
-/// on (the failed migration and everything the database said about it), any secondary
-/// failure, and the steps completed before the error.
-impl serde::Serialize for Error {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("code", self.code().as_str())?;
-        map.serialize_entry("message", &self.to_string())?;
-        if let ErrorKind::MigrationFailed {
-            version,
-            name,
-            direction,
-            connection,
-            error,
-            left_dirty,
-            transactional,
-        } = &*self.kind
-        {
-            map.serialize_entry(
-                "migration",
-                &serde_json::json!({
-                    "version": version,
-                    "name": name,
-                    "direction": direction,
-                    "connection": connection,
-                    "left_dirty": left_dirty,
-                    "transactional": transactional,
-                }),
-            )?;
-            map.serialize_entry("database", error)?;
-        }
-        if let ErrorKind::BlockingDdl { findings } = &*self.kind {
-            map.serialize_entry("findings", findings)?;
-        }
-        if let Some(secondary) = &self.rest.secondary {
-            map.serialize_entry("secondary", secondary)?;
-        }
-        if !self.rest.completed.is_empty() {
-            map.serialize_entry("completed", &self.rest.completed)?;
-        }
-        map.end()
-    }
-}
-
 impl From<SourceError> for Error {
     fn from(error: SourceError) -> Self {
         match error {
@@ -492,6 +471,7 @@ impl From<SourceError> for Error {
 
 mod hints;
 mod message;
+mod serialize;
 
 use hints::reversal;
 

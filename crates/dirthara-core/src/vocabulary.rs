@@ -64,6 +64,17 @@ pub enum Code {
     /// scans or indexes a table larger than `blocking_table_size` (or fails wherever it runs);
     /// nothing was run. A warning for one on a smaller table.
     BlockingDdl,
+    /// `FLEET_EMPTY`: a fleet's source (a targets file, a glob of schemas or databases, a
+    /// query) named no target, or this runner's shard of it holds none; nothing ran. A run
+    /// that passes on nothing is refused unless `allow_empty_fleet` says it may.
+    FleetEmpty,
+    /// `NO_MIGRATIONS`: the configured directories hold no migration (and none was given in
+    /// code); nothing was read or created. Usually a wrong `--dir` or `directories`.
+    NoMigrations,
+    /// `PERMISSION_DENIED`: the database refused dirthara a read or write of its own tables
+    /// (the history, its meta and lease tables) or the use of a target's schema. Never read
+    /// as "nothing applied".
+    PermissionDenied,
 }
 
 impl Code {
@@ -90,6 +101,9 @@ impl Code {
             Code::TableLockTimeout => "TABLE_LOCK_TIMEOUT",
             Code::WaitTimeout => "WAIT_TIMEOUT",
             Code::BlockingDdl => "BLOCKING_DDL",
+            Code::FleetEmpty => "FLEET_EMPTY",
+            Code::NoMigrations => "NO_MIGRATIONS",
+            Code::PermissionDenied => "PERMISSION_DENIED",
         }
     }
 }

@@ -107,9 +107,16 @@ impl Fleet {
     }
 
     /// The targets `source` names, checked (unique names, URLs of a known kind), in their
-    /// order, and only this runner's shard of them.
+    /// order, and only this runner's shard of them. A source that names none is
+    /// `FLEET_EMPTY`, unless [`FleetOptions::allow_empty`] (a shard of a fleet may hold
+    /// none: an index with nothing to do).
     pub async fn targets(&self, source: &TargetSource) -> crate::Result<Vec<Target>> {
-        let found = targets::find(&self.migrator, source).await?;
+        let found = match targets::find(&self.migrator, source).await {
+            Err(e) if self.options.allow_empty && e.code() == crate::error::Code::FleetEmpty => {
+                return Ok(Vec::new())
+            }
+            found => found?,
+        };
         Ok(match self.options.shard {
             Some(shard) => found.into_iter().filter(|t| shard.holds(&t.name)).collect(),
             None => found,

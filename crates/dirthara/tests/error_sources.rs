@@ -23,6 +23,24 @@ fn sqlite_project() -> (tempfile::TempDir, Config) {
     (dir, config)
 }
 
+/// A directory holding one migration, for a run that must get as far as connecting: a SQL
+/// file, or for MongoDB a JSON command file.
+fn one_migration(mongo: bool) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    match mongo {
+        false => std::fs::write(
+            dir.path().join("1_users.up.sql"),
+            "CREATE TABLE users (id INT)",
+        ),
+        true => std::fs::write(
+            dir.path().join("1_users.up.json"),
+            r#"[{"create": "users"}]"#,
+        ),
+    }
+    .unwrap();
+    dir
+}
+
 async fn sqlite(config: &Config, sql: &str) {
     use sqlx::{Connection as _, Executor as _};
     let url = format!("{}?mode=rwc", config.connection_url("default").unwrap());
@@ -45,8 +63,9 @@ fn driver_error<T: std::error::Error + 'static>(error: &dirthara::Error) -> &T {
 #[tokio::test]
 async fn a_connection_error_keeps_sqlxs_error() {
     // Nothing listens on port 1.
+    let migrations = one_migration(false);
     let mut config = Config::with_url("postgres://app@127.0.0.1:1/app");
-    config.directories = Vec::new();
+    config.directories = vec![migrations.path().to_path_buf()];
     config.connect_timeout = Duration::from_millis(300);
     let error = Migrator::new(config).migrate().await.unwrap_err();
     assert_eq!(error.code(), Code::ConnectionError, "{error}");
@@ -56,8 +75,9 @@ async fn a_connection_error_keeps_sqlxs_error() {
 
 #[tokio::test]
 async fn a_connection_error_keeps_the_mongodb_drivers_error() {
+    let migrations = one_migration(true);
     let mut config = Config::with_url("mongodb://127.0.0.1:1/app?directConnection=true");
-    config.directories = Vec::new();
+    config.directories = vec![migrations.path().to_path_buf()];
     config.connect_timeout = Duration::from_millis(300);
     let error = Migrator::new(config).migrate().await.unwrap_err();
     assert_eq!(error.code(), Code::ConnectionError, "{error}");

@@ -288,6 +288,7 @@ fn a_password_in_a_url_is_never_printed() {
 #[test]
 fn a_password_in_the_url_query_string_is_never_printed() {
     let p = Project::new();
+    p.table_migration(1, "create_a", "a");
     let run = p.run(&[
         "-d",
         "postgres://u@127.0.0.1:1/x?password=hunter2",

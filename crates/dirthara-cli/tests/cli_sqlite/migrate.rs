@@ -44,12 +44,16 @@ fn migrate_with_nothing_pending_succeeds_and_says_so() {
     assert!(steps(&run.stdout, "applied").is_empty());
 }
 
+/// An empty directory is a wrong `--dir` far more often than a project without migrations:
+/// never "up to date", and nothing is created.
 #[test]
-fn migrate_with_an_empty_migrations_dir_succeeds() {
+fn migrate_with_an_empty_migrations_dir_is_no_migrations_and_creates_nothing() {
     let p = Project::new();
     p.unlocked(DB, &["migrate"])
-        .success()
-        .stdout_has("Nothing to migrate");
+        .error("NO_MIGRATIONS")
+        .stderr_has("no migrations in `migrations`")
+        .stderr_has("Point --dir");
+    assert!(!p.path().join("app.db").exists(), "no database was created");
 }
 
 #[test]

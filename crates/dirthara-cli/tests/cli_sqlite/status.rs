@@ -69,13 +69,11 @@ fn status_json_has_the_documented_shape() {
 }
 
 #[test]
-fn status_on_an_empty_migrations_dir_says_so() {
+fn status_on_an_empty_migrations_dir_is_no_migrations() {
     let p = Project::new();
-    p.unlocked(DB, &["status"])
-        .success()
-        .stdout_has("No migrations found.");
-    let doc = p.unlocked(DB, &["status", "--output", "json"]).json();
-    assert_eq!(doc["migrations"], serde_json::json!([]));
+    p.unlocked(DB, &["status"]).error("NO_MIGRATIONS");
+    let run = p.unlocked(DB, &["status", "--output", "json"]);
+    assert_eq!(run.json()["error"]["code"], "NO_MIGRATIONS");
 }
 
 #[test]

@@ -34,6 +34,7 @@ struct FleetFile {
     canary: Option<usize>,
     max_failures: Option<usize>,
     keep_going: Option<bool>,
+    allow_empty: Option<bool>,
     shard: Option<String>,
 }
 
@@ -67,6 +68,9 @@ impl FleetFile {
         }
         if let Some(canary) = self.canary {
             options.canary = canary;
+        }
+        if let Some(allow_empty) = self.allow_empty {
+            options.allow_empty = allow_empty;
         }
         match (self.max_failures, self.keep_going) {
             (Some(_), Some(true)) => {

@@ -164,6 +164,9 @@ pub struct FleetOptions {
     pub max_failures: Option<usize>,
     /// Only the targets of this shard.
     pub shard: Option<Shard>,
+    /// Whether a source that names no target passes (an empty list is expected); by default
+    /// it is `FLEET_EMPTY`, since a typo in a pattern would otherwise pass on nothing.
+    pub allow_empty: bool,
 }
 
 impl Default for FleetOptions {
@@ -173,6 +176,7 @@ impl Default for FleetOptions {
             canary: 0,
             max_failures: Some(1),
             shard: None,
+            allow_empty: false,
         }
     }
 }

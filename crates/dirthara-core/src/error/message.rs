@@ -339,6 +339,36 @@ impl Error {
                      pass --allow-blocking; `blocking_table_size` sets the size that refuses"
                 )
             }
+            ErrorKind::FleetEmpty { source, found } => write!(
+                f,
+                "{source} names no target ({found}); nothing ran. Check the pattern, file or \
+                 query and the connection it is read on; a fleet that may be empty passes \
+                 with --allow-empty-fleet (`allow_empty = true` in [fleet])"
+            ),
+            ErrorKind::NoMigrations { directories } => {
+                let directories: Vec<String> = (directories.iter())
+                    .map(|d| format!("`{}`", d.display()))
+                    .collect();
+                write!(
+                    f,
+                    "no migrations in {}; nothing was read or created. Point --dir (or \
+                     `directories` in dirthara.toml) at the folder that holds them",
+                    match directories.is_empty() {
+                        true => "any directory (none is configured)".to_string(),
+                        false => directories.join(", "),
+                    }
+                )
+            }
+            ErrorKind::PermissionDenied {
+                connection,
+                message,
+                grant,
+            } => write!(
+                f,
+                "`{connection}`: the database refused dirthara: {message}. Nothing was read as \
+                 applied or pending. As an owner of the objects, grant what the runner's role \
+                 needs: {grant}"
+            ),
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
         }
     }

@@ -17,6 +17,7 @@ use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 mod dialect;
 mod driver;
 mod error;
+mod grants;
 mod history;
 mod lease;
 mod observer;
@@ -43,6 +44,10 @@ pub(crate) struct SqlBackend<D: SqlDriver> {
     /// lock (afterwards the wait is over and the database can no longer say); opened the
     /// first time a step has a table-lock timeout.
     observer: Option<Box<dyn SqlDriver<Error = D::Error>>>,
+    /// The role the URL connects as, for the `GRANT` a refusal advises.
+    role: String,
+    /// The schema a fleet's target works in, which the role must be able to use.
+    target_schema: Option<String>,
 }
 
 impl<D: SqlDriver> SqlBackend<D> {
@@ -56,10 +61,26 @@ impl<D: SqlDriver> SqlBackend<D> {
             names,
             known: Known::default(),
             observer: None,
+            role: url::Url::parse(&request.url)
+                .ok()
+                .map(|url| url.username().to_string())
+                .filter(|user| !user.is_empty())
+                .unwrap_or_else(|| "<role>".to_string()),
+            target_schema: request.schema.clone(),
         }
     }
 
     fn history_error(&self, error: D::Error) -> Error {
+        if error.is_permission_denied() {
+            let dialect = self.driver.dialect();
+            return grants::history_refused(
+                dialect,
+                &self.connection,
+                &self.names,
+                &self.role,
+                error,
+            );
+        }
         Error::history(&self.connection, database_message(&error)).caused_by(error)
     }
 

@@ -14,6 +14,12 @@ impl DriverError for sqlx::Error {
         matches!(self, sqlx::Error::Database(db) if db.is_unique_violation())
     }
 
+    fn is_permission_denied(&self) -> bool {
+        let (facts, _) = database_facts(self);
+        facts.code.as_deref() == Some("42501")
+            || matches!(facts.number, Some(1044 | 1142 | 1143 | 1227 | 1370))
+    }
+
     /// SQLite answers a write while another process writes with SQLITE_BUSY (5, or an
     /// extended code whose low byte is 5).
     fn is_busy(&self) -> bool {

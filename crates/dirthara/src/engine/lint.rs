@@ -77,17 +77,6 @@ impl Migrator {
                 migrations = self.migrations(DownSteps::Skip, &connections)?;
             }
         }
-        // Linting nothing is a mistake (a wrong --dir), never a clean bill.
-        if migrations.is_empty() {
-            let directories: Vec<String> = (self.config.directories.iter())
-                .map(|d| format!("`{}`", d.display()))
-                .collect();
-            return Err(crate::error::Error::config(format!(
-                "no migrations to lint in {}. Point --dir (or `directories`) at the folder \
-                 that holds them",
-                directories.join(", ")
-            )));
-        }
         let config = &self.config;
         let mut judge = Judge::new(&config.lint_disabled, false);
         let mut opened = std::collections::BTreeMap::new();

@@ -15,7 +15,8 @@ use crate::source::load_sources;
 mod tests;
 
 impl Migrator {
-    /// Loads and validates every migration, both steps, touching no database.
+    /// Loads and validates every migration, both steps, touching no database. Finding none
+    /// is `NO_MIGRATIONS`.
     pub fn load(&self) -> Result<Vec<Migration>> {
         self.load_steps(DownSteps::Read, &self.connections())
     }
@@ -77,6 +78,13 @@ impl Migrator {
                 ));
             }
             migrations.push(extra.clone());
+        }
+        // Nothing to run is a wrong --dir far more often than a project without migrations:
+        // said before any database is touched, so nothing is created either.
+        if migrations.is_empty() {
+            return Err(Error::new(ErrorKind::NoMigrations {
+                directories: self.config.directories.clone(),
+            }));
         }
         migrations.sort_by_key(|m| m.version);
         let kinds: BTreeMap<&str, BackendKind> = connections.known().collect();

@@ -204,7 +204,7 @@ impl fmt::Display for FleetStatus {
         }
         write!(f, ", {} dirty, {} locked", self.dirty, self.locked)?;
         if self.unreachable > 0 {
-            write!(f, ", {} unreachable", self.unreachable)?;
+            write!(f, ", {} unreadable", self.unreachable)?;
         }
         Ok(())
     }
@@ -279,7 +279,7 @@ mod tests {
         targets.push(TargetReport::failed("down", Error::config("unreachable")));
         assert_eq!(
             FleetStatus::of(&targets, Some(7)).to_string(),
-            "970 at 7, 28 one behind, 1 behind by 3, 2 dirty, 1 locked, 1 unreachable"
+            "970 at 7, 28 one behind, 1 behind by 3, 2 dirty, 1 locked, 1 unreadable"
         );
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use super::{Target, TargetSource};
 use crate::backend::Namespaces;
 use crate::engine::Migrator;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::redact::redact_url;
 
 /// The largest targets file read (a list of 100,000 tenants is a few MiB).
@@ -33,10 +33,14 @@ pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<V
             let mut listing = migrator.connect_for_listing().await?;
             let names = listing.list_namespaces(what).await;
             listing.close().await;
-            let names: Vec<String> = names?
-                .into_iter()
+            let listed = names?;
+            let names: Vec<String> = (listed.iter())
                 .filter(|n| glob_matches(glob, n))
+                .cloned()
                 .collect();
+            if names.is_empty() {
+                return Err(empty(source, none_matching(what, glob, &listed)));
+            }
             let mut targets = Vec::with_capacity(names.len());
             for name in names {
                 targets.push(match what {
@@ -60,8 +64,56 @@ pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<V
             )))
         }
     };
+    if targets.is_empty() {
+        let found = match source {
+            TargetSource::File(_) => "the file has no target line",
+            TargetSource::Query(_) => "the query returned no row",
+            _ => "the list is empty",
+        };
+        return Err(empty(source, found.to_string()));
+    }
     check(&targets, source)?;
     Ok(targets)
+}
+
+/// `FLEET_EMPTY` for `source`, which found `found` instead of a target.
+fn empty(source: &TargetSource, found: String) -> Error {
+    Error::new(ErrorKind::FleetEmpty {
+        source: source.describe(),
+        found,
+    })
+}
+
+/// What a glob that matched nothing was matched against, to tell a typo from an empty
+/// server: how many there are, and the names most like the pattern (the same but for case
+/// first, as `Tenant_*` for `tenant_*`).
+fn none_matching(what: Namespaces, glob: &str, listed: &[String]) -> String {
+    let kind = match what {
+        Namespaces::Schemas => "schema",
+        Namespaces::Databases => "database",
+    };
+    if listed.is_empty() {
+        return format!("the default connection's server lists no {kind} dirthara may use");
+    }
+    let lower = glob.to_lowercase();
+    let mut like: Vec<&String> = (listed.iter())
+        .filter(|n| glob_matches(&lower, &n.to_lowercase()))
+        .collect();
+    let prefix: String = lower.chars().take_while(|c| !"*?[".contains(*c)).collect();
+    if like.is_empty() && !prefix.is_empty() {
+        like = (listed.iter())
+            .filter(|n| n.to_lowercase().starts_with(&prefix[..prefix.len().min(3)]))
+            .collect();
+    }
+    let shown: Vec<String> = (like.iter().take(3)).map(|n| format!("`{n}`")).collect();
+    let mut found = format!(
+        "{} {kind}(s) on the default connection, none matching",
+        listed.len()
+    );
+    if !shown.is_empty() {
+        found.push_str(&format!("; nearest: {}", shown.join(", ")));
+    }
+    found
 }
 
 /// The file's text (`-`: standard input), at most [`MAX_TARGETS_FILE_BYTES`].

@@ -15,6 +15,10 @@ pub(crate) trait DriverError: std::error::Error + Send + Sync + 'static {
     /// A unique-key violation: another runner inserted the lease row first.
     fn is_unique_violation(&self) -> bool;
 
+    /// The database refused the statement for want of a privilege (PostgreSQL SQLSTATE
+    /// `42501`; MySQL/MariaDB 1044, 1142, 1143, 1227, 1370).
+    fn is_permission_denied(&self) -> bool;
+
     /// The database is busy with another writer (SQLite's `SQLITE_BUSY`): for a lease attempt,
     /// someone else is at work.
     fn is_busy(&self) -> bool {

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::dialect::meta_table;
-use super::{SqlBackend, SqlDialect, SqlDriver};
+use super::{grants, SqlBackend, SqlDialect, SqlDriver};
 use crate::backend::history_tables::{HistoryTables, Known};
 use crate::backend::sql::{HistorySql, SqlSyntax};
 use crate::error::{Error, Result};
@@ -17,6 +17,17 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
     }
 
     async fn existing(&mut self) -> Result<(bool, bool)> {
+        if self.driver.dialect() == SqlDialect::Postgres {
+            match (&self.target_schema, self.driver.schema()) {
+                (Some(wanted), _) => {
+                    let wanted = wanted.clone();
+                    grants::check_schema(&mut self.driver, &self.connection, &wanted, &self.role)
+                        .await?;
+                }
+                (None, None) => return Err(grants::no_usable_schema(&self.connection, &self.role)),
+                (None, Some(_)) => {}
+            }
+        }
         let meta = meta_table(&self.names.table);
         let sql = self.driver.dialect().existing_history_sql(&self.names);
         let rows = self
@@ -28,7 +39,10 @@ impl<D: SqlDriver> HistoryTables for SqlBackend<D> {
             rows.iter()
                 .any(|r| r.first().and_then(|c| c.as_deref()) == Some(name))
         };
-        Ok((has(&self.names.table), has(&meta)))
+        let history = has(&self.names.table)
+            || grants::history_hidden(&mut self.driver, &self.connection, &self.names, &self.role)
+                .await?;
+        Ok((history, has(&meta)))
     }
 
     async fn layout_and_digest(&mut self) -> Result<(i64, Option<HistoryDigest>)> {
