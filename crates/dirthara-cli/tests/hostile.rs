@@ -73,6 +73,11 @@ fn a_config_file_or_dotenv_beyond_the_cap_is_refused_at_once() {
     let limit = Duration::from_secs(20);
     let dir = scratch_dir();
     std::fs::create_dir(dir.path().join("migrations")).unwrap();
+    std::fs::write(
+        dir.path().join("migrations/1_a.up.sql"),
+        "CREATE TABLE a (id INT);",
+    )
+    .unwrap();
     let status = || {
         let mut cmd = dirthara_command();
         cmd.current_dir(dir.path())

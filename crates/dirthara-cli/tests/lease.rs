@@ -281,8 +281,8 @@ async fn a_malformed_lease_is_held_for_acquire_and_status_until_force_unlocked()
     let m = Migrations::tables(1);
     // Create the lease table the way dirthara does (a run with nothing to do takes the
     // lease; `status` only looks and creates nothing), then plant a lease without an expiry.
-    let empty = Migrations::new();
-    let out = dirthara(&db.url, empty.path(), &["migrate", "--locking", "lease"])
+    // `to 0`: before the first migration, nothing to do.
+    let out = dirthara(&db.url, m.path(), &["to", "0", "--locking", "lease"])
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", text(&out));

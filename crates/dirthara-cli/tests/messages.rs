@@ -19,13 +19,10 @@ use support::run::{run_command, Run};
 fn held_lease() -> Project {
     let p = Project::new();
     p.table_migration(1, "users", "users");
-    // A leased run with nothing to do creates the lease table the way dirthara does.
-    std::fs::create_dir(p.join("empty")).unwrap();
-    p.sqlite(
-        "app.db",
-        &["--locking", "lease", "--dir", "empty", "migrate"],
-    )
-    .success();
+    // A leased run with nothing to do (`to 0`: before the first migration) creates the
+    // lease table the way dirthara does.
+    p.sqlite("app.db", &["--locking", "lease", "to", "0"])
+        .success();
     p.write(
         "plant/1_plant.sql",
         "INSERT INTO dirthara_migrations_lock \
@@ -202,6 +199,7 @@ fn strategy(run: &Run) -> String {
 #[test]
 fn locking_takes_the_same_values_as_a_flag_in_the_file_and_in_the_environment() {
     let p = Project::new();
+    p.table_migration(1, "users", "users");
     for (value, expected) in LOCKING_VALUES {
         let flag = p.sqlite(
             "app.db",

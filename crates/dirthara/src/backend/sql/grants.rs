@@ -4,7 +4,7 @@
 //! yours" look the same until the table is asked for by name.
 
 use super::dialect::HistoryNames;
-use super::{DriverError, SqlDialect, SqlDriver, SqlSyntax};
+use super::{DriverError, HistorySql, SqlDialect, SqlDriver, SqlSyntax};
 use crate::error::{Error, ErrorKind, Result};
 
 /// `PERMISSION_DENIED` on `connection` for `error`, with the grant a runner needs on the
@@ -15,6 +15,24 @@ pub(super) fn history_refused(
     names: &HistoryNames,
     role: &str,
     error: impl DriverError,
+) -> Error {
+    refusal(
+        dialect,
+        connection,
+        names,
+        role,
+        super::database_message(&error),
+    )
+    .caused_by(error)
+}
+
+/// `PERMISSION_DENIED` for the history's tables, the database having said `message`.
+fn refusal(
+    dialect: SqlDialect,
+    connection: &str,
+    names: &HistoryNames,
+    role: &str,
+    message: String,
 ) -> Error {
     let grant = match dialect {
         SqlDialect::MySql => format!(
@@ -44,10 +62,9 @@ pub(super) fn history_refused(
     };
     Error::new(ErrorKind::PermissionDenied {
         connection: connection.to_string(),
-        message: super::database_message(&error),
+        message,
         grant,
     })
-    .caused_by(error)
 }
 
 /// PostgreSQL: a target that works in `wanted` (a fleet's schema) must be able to use it.
@@ -106,8 +123,12 @@ pub(super) fn no_usable_schema(connection: &str, role: &str) -> Error {
 }
 
 /// Whether the history table, which the catalog does not list, is there but refused to this
-/// role: asked by name, a table one may not read answers "permission denied" where a missing
-/// one answers "does not exist".
+/// role. Asked without a statement that fails where the role has its rights (a server's log
+/// and error counters stay clean): PostgreSQL's own catalog lists every table whatever one
+/// may do with it; MySQL hides what one may not touch, so a role that may read every table
+/// of the database (a global or database grant) sees a missing table as missing, and only
+/// a role without such a grant has the table asked for by name, where "denied" and "does
+/// not exist" are told apart.
 pub(super) async fn history_hidden<D: SqlDriver>(
     driver: &mut D,
     connection: &str,
@@ -115,18 +136,57 @@ pub(super) async fn history_hidden<D: SqlDriver>(
     role: &str,
 ) -> Result<bool> {
     let dialect = driver.dialect();
-    if dialect == SqlDialect::Sqlite {
-        return Ok(false);
-    }
-    let sql = format!("SELECT 1 FROM {} WHERE 1 = 0", names.history);
-    match driver.fetch_text(&sql).await {
-        Ok(_) => Ok(true),
-        Err(e) if e.is_permission_denied() => {
-            Err(history_refused(dialect, connection, names, role, e))
+    let failed = |e: D::Error| Error::history(connection, super::database_message(&e)).caused_by(e);
+    match dialect {
+        SqlDialect::Sqlite => Ok(false),
+        SqlDialect::Postgres => {
+            let sql = format!(
+                "SELECT has_table_privilege(c.oid, 'SELECT')::text FROM pg_catalog.pg_class c \
+                 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = {} AND c.relname = {}",
+                dialect.schema_literal(names, "current_schema()"),
+                dialect.literal(&names.table)
+            );
+            let rows = driver.fetch_text(&sql).await.map_err(failed)?;
+            match rows.first().and_then(|row| row.first().cloned().flatten()) {
+                None => Ok(false),
+                Some(readable) if readable == "true" => Ok(true),
+                Some(_) => Err(refusal(
+                    dialect,
+                    connection,
+                    names,
+                    role,
+                    format!("permission denied for table {}", names.table),
+                )),
+            }
         }
-        Err(_) => {
-            driver.clean_up_after_failure().await;
-            Ok(false)
+        SqlDialect::MySql => {
+            let grantee = "CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', \
+                           SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
+            let sql = format!(
+                "SELECT CAST(COUNT(*) AS CHAR) FROM (SELECT 1 AS x FROM \
+                 information_schema.USER_PRIVILEGES WHERE GRANTEE = {grantee} AND \
+                 PRIVILEGE_TYPE = 'SELECT' UNION ALL SELECT 1 FROM \
+                 information_schema.SCHEMA_PRIVILEGES WHERE GRANTEE = {grantee} AND \
+                 PRIVILEGE_TYPE = 'SELECT' AND {} LIKE TABLE_SCHEMA) AS granted",
+                dialect.schema_literal(names, "DATABASE()")
+            );
+            let rows = driver.fetch_text(&sql).await.map_err(failed)?;
+            let reads_every_table = rows
+                .first()
+                .and_then(|row| row.first().cloned().flatten())
+                .is_some_and(|count| count != "0");
+            if reads_every_table {
+                return Ok(false);
+            }
+            let probe = format!("SELECT 1 FROM {} WHERE 1 = 0", names.history);
+            match driver.fetch_text(&probe).await {
+                Ok(_) => Ok(true),
+                Err(e) if e.is_permission_denied() => {
+                    Err(history_refused(dialect, connection, names, role, e))
+                }
+                Err(_) => Ok(false),
+            }
         }
     }
 }
