@@ -120,9 +120,11 @@ pub(crate) struct FleetArgs {
     #[arg(long, global = true, conflicts_with = "max_failures")]
     pub keep_going: bool,
 
-    /// Only the targets of shard I of N (counted from 1), a stable split by name
-    #[arg(long, value_name = "I/N", global = true, value_parser = dirthara::fleet::Shard::parse)]
-    pub shard: Option<dirthara::fleet::Shard>,
+    /// Only the targets of shard I of N (counted from 1), a stable split by name; auto: I
+    /// from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or NOMAD_ALLOC_INDEX, counted
+    /// from 0, and N from DIRTHARA_SHARD_COUNT (or auto/N)
+    #[arg(long, value_name = "I/N|auto", global = true, value_parser = dirthara::fleet::ShardSpec::parse)]
+    pub shard: Option<dirthara::fleet::ShardSpec>,
 }
 
 fn parse_jobs(text: &str) -> Result<usize, String> {
