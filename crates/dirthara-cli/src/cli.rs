@@ -73,6 +73,12 @@ pub(crate) struct GlobalArgs {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// When the command ends, success or failure, write how it ended to FILE as one line of
+    /// JSON (outcome, exit code, counts, the error's code and message), at most 4 KiB: for a
+    /// Kubernetes Job, /dev/termination-log
+    #[arg(long, value_name = "FILE", global = true)]
+    pub summary_file: Option<PathBuf>,
+
     /// Every setting of the library's table as a flag (`--locking`, `--lock-wait`, ...).
     #[command(flatten)]
     pub settings: SettingFlags,
