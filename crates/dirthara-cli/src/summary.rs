@@ -29,6 +29,11 @@ pub(crate) const MAX_LINE: usize = 4095;
 /// The longest error message kept, in characters; a longer one ends with `…`.
 const MAX_MESSAGE: usize = 400;
 
+/// The commands whose result is a run's report (`baseline` without `--from`).
+const RUNS: [&str; 8] = [
+    "migrate", "rollback", "down", "to", "refresh", "fresh", "baseline", "resolve",
+];
+
 /// What the command found besides its error, recorded as results come in.
 #[derive(Debug, Default)]
 pub(crate) struct Facts {
@@ -127,19 +132,23 @@ pub(crate) fn line(
         ),
     };
     let mut details = facts.details;
-    // A single run that failed: what it completed and recorded before the error.
+    // A run that failed: what it completed and recorded before the error (nothing, when it
+    // failed before its first step).
     if let (None, Err(failure)) = (&details, outcome) {
-        if let CliError::Library(error) = &failure.error {
-            if !error.completed().is_empty() {
-                let (up, down): (Vec<_>, Vec<_>) = (error.completed().iter())
-                    .partition(|step| step.direction == dirthara::Direction::Up);
-                details = Some(Details::Run {
-                    applied: up.len(),
-                    reverted: down.len(),
-                    recorded: 0,
-                    batch: None,
-                });
-            }
+        if RUNS.contains(&command) {
+            let completed = match &failure.error {
+                CliError::Library(error) => error.completed(),
+                _ => &[],
+            };
+            let up = (completed.iter())
+                .filter(|step| step.direction == dirthara::Direction::Up)
+                .count();
+            details = Some(Details::Run {
+                applied: up,
+                reverted: completed.len() - up,
+                recorded: 0,
+                batch: None,
+            });
         }
     }
     let mut summary = Summary {
@@ -275,6 +284,8 @@ mod tests {
         assert!(!line.contains('\n'), "{line}");
         let doc: serde_json::Value = serde_json::from_str(&line).unwrap();
         assert_eq!(doc["outcome"], "failed");
+        // Nothing was completed before the error.
+        assert_eq!((&doc["applied"], &doc["reverted"]), (&0.into(), &0.into()));
         assert_eq!(doc["exit_code"], 1);
         assert_eq!(doc["error"]["code"], "CONFIG_ERROR");
         let message = doc["error"]["message"].as_str().unwrap();
