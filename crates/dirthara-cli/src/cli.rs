@@ -346,3 +346,36 @@ pub(crate) struct FromArgs {
     #[arg(long, value_name = "NAME")]
     pub from_table: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// README's CLI reference names every flag there is, of every command.
+    #[test]
+    fn every_flag_is_in_the_readmes_cli_reference() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("## CLI reference").expect("a CLI reference");
+        let end = start + readme[start..].find("\n## Configuration").expect("its end");
+        let reference = &readme[start..end];
+        let mut commands = vec![Cli::command()];
+        while let Some(command) = commands.pop() {
+            for arg in command.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if ["help", "version"].contains(&long) {
+                    continue;
+                }
+                let flag = format!("--{long}");
+                let short = arg.get_short().map(|short| format!("`-{short}`"));
+                assert!(
+                    reference.contains(&flag) || short.is_some_and(|s| reference.contains(&s)),
+                    "README's CLI reference does not name {flag} (of `{}`)",
+                    command.get_name()
+                );
+            }
+            commands.extend(command.get_subcommands().cloned());
+        }
+    }
+}
