@@ -73,6 +73,12 @@ pub(crate) struct GlobalArgs {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
 
+    /// When the command ends, success or failure, write how it ended to FILE as one line of
+    /// JSON (outcome, exit code, counts, the error's code and message), at most 4 KiB: for a
+    /// Kubernetes Job, /dev/termination-log
+    #[arg(long, value_name = "FILE", global = true)]
+    pub summary_file: Option<PathBuf>,
+
     /// Every setting of the library's table as a flag (`--locking`, `--lock-wait`, ...).
     #[command(flatten)]
     pub settings: SettingFlags,
@@ -125,9 +131,11 @@ pub(crate) struct FleetArgs {
     #[arg(long, global = true)]
     pub allow_empty_fleet: bool,
 
-    /// Only the targets of shard I of N (counted from 1), a stable split by name
-    #[arg(long, value_name = "I/N", global = true, value_parser = dirthara::fleet::Shard::parse)]
-    pub shard: Option<dirthara::fleet::Shard>,
+    /// Only the targets of shard I of N (counted from 1), a stable split by name; auto: I
+    /// from JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) or NOMAD_ALLOC_INDEX, counted
+    /// from 0, and N from DIRTHARA_SHARD_COUNT (or auto/N)
+    #[arg(long, value_name = "I/N|auto", global = true, value_parser = dirthara::fleet::ShardSpec::parse)]
+    pub shard: Option<dirthara::fleet::ShardSpec>,
 }
 
 fn parse_jobs(text: &str) -> Result<usize, String> {
@@ -342,4 +350,37 @@ pub(crate) struct FromArgs {
     /// The other tool's history table, when not its default name
     #[arg(long, value_name = "NAME")]
     pub from_table: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// README's CLI reference names every flag there is, of every command.
+    #[test]
+    fn every_flag_is_in_the_readmes_cli_reference() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("## CLI reference").expect("a CLI reference");
+        let end = start + readme[start..].find("\n## Configuration").expect("its end");
+        let reference = &readme[start..end];
+        let mut commands = vec![Cli::command()];
+        while let Some(command) = commands.pop() {
+            for arg in command.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                if ["help", "version"].contains(&long) {
+                    continue;
+                }
+                let flag = format!("--{long}");
+                let short = arg.get_short().map(|short| format!("`-{short}`"));
+                assert!(
+                    reference.contains(&flag) || short.is_some_and(|s| reference.contains(&s)),
+                    "README's CLI reference does not name {flag} (of `{}`)",
+                    command.get_name()
+                );
+            }
+            commands.extend(command.get_subcommands().cloned());
+        }
+    }
 }

@@ -15,11 +15,17 @@ use crate::exit::{Failure, Signal};
 use crate::render::Renderer;
 use crate::scaffold::create_migration;
 use crate::settings::{build_config, new_migration_dir};
+use crate::summary::Facts;
 use dirthara_source::scaffold::Template;
 
-pub(crate) async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure> {
+/// Runs the command; what `--summary-file` says of it besides its error goes to `facts`.
+pub(crate) async fn execute(
+    cli: Cli,
+    renderer: Renderer,
+    facts: &mut Facts,
+) -> Result<(), Failure> {
     let signal = Arc::new(AtomicU8::new(0));
-    let result = run(cli, renderer, signal.clone()).await;
+    let result = run(cli, renderer, signal.clone(), facts).await;
     result.map_err(|error| Failure {
         error,
         signal: match signal.load(Ordering::SeqCst) {
@@ -30,7 +36,12 @@ pub(crate) async fn execute(cli: Cli, renderer: Renderer) -> Result<(), Failure>
     })
 }
 
-async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), CliError> {
+async fn run(
+    cli: Cli,
+    renderer: Renderer,
+    signal: Arc<AtomicU8>,
+    facts: &mut Facts,
+) -> Result<(), CliError> {
     match &cli.command {
         Command::Completions { shell } => {
             let mut command = Cli::command();
@@ -74,18 +85,23 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
         return crate::lint::run(&migrator, args, renderer).await;
     }
     if let Some(source) = migrator.config().fleet.targets.clone() {
-        return crate::fleet::run(cli.command, migrator, &source, renderer, &shutdown).await;
+        return crate::fleet::run(cli.command, migrator, &source, renderer, &shutdown, facts).await;
     }
+    // The result of a run, printed and summed up.
+    let mut ran = |report: &dirthara::RunReport| {
+        renderer.run(report);
+        facts.ran(report);
+    };
 
     match cli.command {
-        Command::Migrate => renderer.run(&migrator.migrate().await?),
-        Command::Rollback(args) => renderer.run(&migrator.rollback(rollback_scope(&args)).await?),
-        Command::Down => renderer.run(&migrator.rollback(RollbackScope::Steps(1)).await?),
-        Command::To { target } => renderer.run(&migrator.migrate_to(target).await?),
-        Command::Refresh => renderer.run(&migrator.refresh().await?),
+        Command::Migrate => ran(&migrator.migrate().await?),
+        Command::Rollback(args) => ran(&migrator.rollback(rollback_scope(&args)).await?),
+        Command::Down => ran(&migrator.rollback(RollbackScope::Steps(1)).await?),
+        Command::To { target } => ran(&migrator.migrate_to(target).await?),
+        Command::Refresh => ran(&migrator.refresh().await?),
         Command::Fresh { force } => {
             confirm_fresh(&migrator, force)?;
-            renderer.run(&migrator.fresh().await?)
+            ran(&migrator.fresh().await?)
         }
         Command::Preview { command } => {
             let plan = match command {
@@ -119,14 +135,14 @@ async fn run(cli: Cli, renderer: Renderer, signal: Arc<AtomicU8>) -> Result<(), 
             } else {
                 Resolution::AcceptChecksum
             };
-            renderer.run(&migrator.resolve(migration, resolution).await?)
+            ran(&migrator.resolve(migration, resolution).await?)
         }
         Command::Baseline(args) => match (args.target, args.from.from) {
             (_, Some(tool)) => {
                 let source = adopt_source(&tool, args.from.from_table);
                 renderer.adoption(&migrator.baseline_from(&source).await?);
             }
-            (Some(target), None) => renderer.run(&migrator.baseline(target).await?),
+            (Some(target), None) => ran(&migrator.baseline(target).await?),
             (None, None) => unreachable!("clap requires VERSION or --from"),
         },
         Command::Wait { until, timeout } => {

@@ -118,6 +118,8 @@ pub(crate) enum IoAction {
     CreateDirectory(PathBuf),
     CreateFile(PathBuf),
     WriteFile(PathBuf),
+    /// `--summary-file`.
+    WriteSummary(PathBuf),
 }
 
 impl fmt::Display for IoAction {
@@ -132,6 +134,13 @@ impl fmt::Display for IoAction {
                 write!(f, "create {}", path.display())
             }
             IoAction::WriteFile(path) => write!(f, "write {}", path.display()),
+            IoAction::WriteSummary(path) => {
+                write!(
+                    f,
+                    "write the summary file {} (--summary-file)",
+                    path.display()
+                )
+            }
         }
     }
 }
@@ -234,6 +243,10 @@ mod tests {
         assert_eq!(
             message(IoAction::CreateFile("m/f".into())),
             "cannot create m/f: full"
+        );
+        assert_eq!(
+            message(IoAction::WriteSummary("/dev/termination-log".into())),
+            "cannot write the summary file /dev/termination-log (--summary-file): full"
         );
         assert_eq!(
             message(IoAction::StartRuntime),

@@ -9,16 +9,21 @@ use crate::cli::{Command, PreviewCommand};
 use crate::commands::{rollback_scope, wait_timeout};
 use crate::error::{CliError, FleetIncomplete};
 use crate::render::Renderer;
+use crate::summary::Facts;
 
+/// Runs `command` over the fleet and prints its report; what `--summary-file` says of the
+/// run goes to `facts`, whether every target succeeded or not.
 pub(crate) async fn run(
     command: Command,
     migrator: Migrator,
     source: &TargetSource,
     renderer: Renderer,
     shutdown: &watch::Receiver<bool>,
+    facts: &mut Facts,
 ) -> Result<(), CliError> {
     let command = fleet_command(command)?;
     let options = migrator.config().fleet.options.clone();
+    let shard = options.shard;
     let report = {
         let fleet = Fleet::new(migrator, options);
         let targets = fleet.targets(source).await?;
@@ -27,6 +32,7 @@ pub(crate) async fn run(
         // result is printed.
     };
     renderer.fleet(&report);
+    facts.fleet(&report, shard);
     if report.succeeded() {
         return Ok(());
     }

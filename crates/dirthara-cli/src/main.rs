@@ -11,6 +11,7 @@ mod lint;
 mod render;
 mod scaffold;
 mod settings;
+mod summary;
 
 use std::process::ExitCode;
 
@@ -36,9 +37,16 @@ fn main() -> ExitCode {
             return exit::failed_to_start();
         }
     };
-    let outcome = runtime.block_on(commands::execute(cli, renderer));
+    let summary_file = cli.global.summary_file.clone();
+    let command = summary::command_name(&cli.command);
+    let mut facts = summary::Facts::default();
+    let outcome = runtime.block_on(commands::execute(cli, renderer, &mut facts));
     if let Err(failure) = &outcome {
         renderer.error(&failure.error);
     }
-    exit::exit_code(&outcome)
+    let code = exit::exit_code(&outcome);
+    ExitCode::from(match summary_file {
+        Some(path) => summary::write_summary(&path, command, &outcome, code, facts, &renderer),
+        None => code,
+    })
 }

@@ -89,8 +89,10 @@ impl Renderer {
         ndjson_line("result", serde_json::to_value(value).unwrap_or_default());
     }
 
-    /// `Error [CODE]: message`, with any secondary failure and what was completed under it.
-    pub(crate) fn error(&self, error: &CliError) {
+    /// `Error [CODE]: message` on stderr only, in every output format: a failure after the
+    /// command's own result or error was printed (writing `--summary-file`), which stdout's
+    /// one document must not be followed by.
+    pub(crate) fn error_line(&self, error: &CliError) {
         let mut text = format!(
             "{} [{}]: {error}",
             paint("Error", ERROR_STYLE),
@@ -100,6 +102,11 @@ impl Renderer {
             text.push_str(&library_error_details(error));
         }
         stderr_line(&text);
+    }
+
+    /// `Error [CODE]: message`, with any secondary failure and what was completed under it.
+    pub(crate) fn error(&self, error: &CliError) {
+        self.error_line(error);
         // Programs get the same facts as fields: one document, in place of the result. A
         // fleet's report, already printed, is that document: each target's error is in it.
         match self.format {

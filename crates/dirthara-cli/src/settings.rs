@@ -28,6 +28,9 @@ pub(crate) fn build_config(args: &GlobalArgs, renderer: &Renderer) -> Result<Con
     for unknown in dirthara::cli_support::unknown_variables(&environment) {
         renderer.unknown_setting(&unknown);
     }
+    let shard = (args.fleet.shard)
+        .map(|spec| spec.resolve(|name| variable(&environment, name)))
+        .transpose()?;
     config.merge_env(environment)?;
     if let Some(url) = &args.database_url {
         config
@@ -53,10 +56,23 @@ pub(crate) fn build_config(args: &GlobalArgs, renderer: &Renderer) -> Result<Con
             .insert(dirthara::DEFAULT_CONNECTION.to_string(), init_sql.clone());
     }
     apply_fleet_flags(&args.fleet, &mut config.fleet);
+    if let Some(shard) = shard {
+        config.fleet.options.shard = Some(shard);
+    }
     Ok(config)
 }
 
-/// The fleet flags over `[fleet]`: a source named by a flag replaces the file's.
+/// The variable `name`: a setting's from the environment as read (the process's, then
+/// `.env`), any other (`--shard auto`'s `JOB_COMPLETION_INDEX`) from the process's.
+fn variable(environment: &[(String, String)], name: &str) -> Option<String> {
+    match environment.iter().find(|(key, _)| key == name) {
+        Some((_, value)) => Some(value.clone()),
+        None => std::env::var_os(name).map(|value| value.to_string_lossy().into_owned()),
+    }
+}
+
+/// The fleet flags over `[fleet]`: a source named by a flag replaces the file's. `--shard`,
+/// resolved against the environment, is applied by the caller.
 fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
     let source = [
         args.targets.clone().map(TargetSource::File),
@@ -83,9 +99,6 @@ fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
     }
     if args.allow_empty_fleet {
         options.allow_empty = true;
-    }
-    if let Some(shard) = args.shard {
-        options.shard = Some(shard);
     }
 }
 

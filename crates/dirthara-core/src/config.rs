@@ -11,6 +11,7 @@ mod file;
 mod fleet;
 mod read;
 mod settings;
+mod shard_auto;
 mod value;
 
 use std::collections::BTreeMap;
@@ -24,6 +25,7 @@ pub use file::check_jobs;
 pub use fleet::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
 pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
 pub use settings::{nearest, setting_named, FileForm, SettingRow, SETTINGS};
+pub use shard_auto::{ShardSpec, SHARD_COUNT_VARIABLE, SHARD_INDEX_VARIABLES};
 pub use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE,

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 pub use crate::vocabulary::Outcome;
 pub use dirthara_core::config::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
+pub use dirthara_core::config::{ShardSpec, SHARD_COUNT_VARIABLE, SHARD_INDEX_VARIABLES};
 pub use report::{FleetReport, FleetStatus, FleetTotals, TargetReport, TargetStatus};
 
 use crate::engine::Migrator;

@@ -48,19 +48,22 @@ pub(crate) fn dirthara_bin() -> PathBuf {
 }
 
 /// Variables that change what dirthara does or how it prints, besides the `DIRTHARA_*` ones
-/// (`FAILPOINTS`: the planted faults of a build with the `failpoints` feature).
-const SETTINGS: [&str; 6] = [
+/// (`FAILPOINTS`: the planted faults of a build with the `failpoints` feature; the index
+/// `--shard auto` reads, set where the tests themselves run in a Kubernetes or Nomad job).
+const SETTINGS: [&str; 8] = [
     "DATABASE_URL",
     "FAILPOINTS",
     "NO_COLOR",
     "CLICOLOR",
     "CLICOLOR_FORCE",
     "RUST_BACKTRACE",
+    "JOB_COMPLETION_INDEX",
+    "NOMAD_ALLOC_INDEX",
 ];
 
 /// Removes from `cmd`'s environment every setting the developer's shell or CI may carry:
-/// `DATABASE_URL`, every `DIRTHARA_*` variable, the colour switches, `RUST_BACKTRACE` and
-/// `FAILPOINTS`.
+/// `DATABASE_URL`, every `DIRTHARA_*` variable, the colour switches, `RUST_BACKTRACE`,
+/// `FAILPOINTS` and the job indexes of `--shard auto`.
 /// A test that needs one sets it afterwards, so what it sets is all the child sees.
 pub(crate) fn scrub_env(cmd: &mut Command) -> &mut Command {
     for key in SETTINGS {

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::settings::{nearest, SETTINGS};
+use super::shard_auto::SHARD_COUNT_VARIABLE;
 use super::value::{parse_directory_list, Origin};
 use super::Config;
 use crate::error::Result;
@@ -87,7 +88,9 @@ impl Config {
 }
 
 /// The `DIRTHARA_*` variables among `vars` that are no setting, each with the setting's
-/// variable it most likely meant: what [`Config::merge_env`] ignores.
+/// variable it most likely meant: what [`Config::merge_env`] ignores. `DIRTHARA_SHARD_COUNT`
+/// is known, though `merge_env` does not read it: it is the count of `--shard auto`
+/// ([`ShardSpec::resolve`](super::ShardSpec::resolve)), resolved where the flag is.
 ///
 /// # Examples
 ///
@@ -99,7 +102,7 @@ impl Config {
 pub fn unknown_variables<'a>(
     vars: impl IntoIterator<Item = &'a (String, String)>,
 ) -> Vec<UnknownVariable> {
-    let known = || SETTINGS.iter().map(|row| row.env).chain([DIRECTORIES]);
+    let known = || (SETTINGS.iter().map(|row| row.env)).chain([DIRECTORIES, SHARD_COUNT_VARIABLE]);
     vars.into_iter()
         .map(|(name, _)| name)
         .filter(|name| name.starts_with("DIRTHARA_") && !known().any(|k| k == *name))
@@ -133,6 +136,7 @@ mod tests {
             ("DIRTHARA_DIRECTORIES", " db/a, ,db/b,"),
             ("HOME", "/root"),
             ("DIRTHARA_TABLE_LOCK_TIMEOUTT", "5s"),
+            ("DIRTHARA_SHARD_COUNT", "4"),
         ]);
         c.merge_env(env.clone()).unwrap();
         let unknown = unknown_variables(&env);
@@ -154,6 +158,12 @@ mod tests {
             }]
         );
         assert_eq!(c.table_lock_timeout, Config::default().table_lock_timeout);
+        // `--shard auto`'s count is no typo, though no setting of the file reads it.
+        assert!(unknown.iter().all(|u| u.name != "DIRTHARA_SHARD_COUNT"));
+        assert_eq!(
+            unknown_variables(&vars([("DIRTHARA_SHARD_CONT", "4")]))[0].nearest,
+            Some("DIRTHARA_SHARD_COUNT")
+        );
         assert!(unknown[0]
             .to_string()
             .contains("did you mean `DIRTHARA_TABLE_LOCK_TIMEOUT`?"));

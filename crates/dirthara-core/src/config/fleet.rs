@@ -67,9 +67,10 @@ impl fmt::Debug for Target {
 }
 
 /// One share of a fleet, for runners that split it between them (CI shards, a Kubernetes
-/// Indexed Job): shard `index` of `count`, counted from 1. A target belongs to the shard its
-/// name hashes to, so the split is stable: the same targets land in the same shard on every
-/// host and every run, however the list is ordered.
+/// Indexed Job, whose 0-based index `--shard auto` reads: [`ShardSpec`](super::ShardSpec)):
+/// shard `index` of `count`, counted from 1. A target belongs to the shard its name hashes
+/// to, so the split is stable: the same targets land in the same shard on every host and
+/// every run, however the list is ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Shard {
@@ -92,8 +93,7 @@ impl Shard {
     pub fn parse(text: &str) -> std::result::Result<Shard, String> {
         let bad = || {
             format!(
-                "`{text}` is not a shard: write I/N, shard I of N counted from 1 (1/3, 2/3, 3/3); \
-                 a Kubernetes Indexed Job counts from 0, so pass $((JOB_COMPLETION_INDEX + 1))/N"
+                "`{text}` is not a shard: write I/N, shard I of N counted from 1 (1/3, 2/3, 3/3)"
             )
         };
         let (index, count) = text.trim().split_once('/').ok_or_else(bad)?;
