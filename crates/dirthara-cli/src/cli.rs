@@ -243,12 +243,14 @@ pub(crate) enum Command {
     /// tool applied, with --from) as applied without running it
     Baseline(BaselineArgs),
     /// Wait, read-only and without the lock, until the database has every migration of the
-    /// directories (or up to --until) applied: for application start-up while a Job migrates
+    /// directories (or migration --until alone) applied: for application start-up while a Job
+    /// migrates. A database newer than the files is fine (a rolling deploy); --strict refuses it
     Wait {
-        /// The version to wait for, or latest (every migration of the directories)
+        /// The one version to wait for, whatever else is pending or newer, or latest (every
+        /// migration of the directories)
         #[arg(long, value_name = "V|latest", default_value = "latest", value_parser = parse_until)]
         until: dirthara::WaitFor,
-        /// Give up after this long (WAIT_TIMEOUT) [default: wait for ever]
+        /// Give up after this long, connecting included (WAIT_TIMEOUT) [default: wait for ever]
         #[arg(long, value_name = "DURATION", value_parser = duration(&config::WAIT_TIMEOUT))]
         timeout: Option<Duration>,
     },

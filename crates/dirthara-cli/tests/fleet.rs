@@ -33,7 +33,7 @@ crate::scenario_tests! {
         two_fleet_runners_share_the_work_and_one_comes_back_to_the_target_it_found_locked,
         a_fleet_runner_killed_outright_leaves_what_the_design_says_and_a_rerun_finishes_the_rest,
         shards_split_a_fleet_between_runners_without_overlap,
-        wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer_database,
+        wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer_database_under_strict,
         wait_over_a_fleet_waits_for_every_target,
         wait_needs_only_the_right_to_read_the_history,
     ],
@@ -46,7 +46,7 @@ crate::scenario_tests! {
         two_fleet_runners_share_the_work_and_one_comes_back_to_the_target_it_found_locked,
         a_fleet_runner_killed_outright_leaves_what_the_design_says_and_a_rerun_finishes_the_rest,
         shards_split_a_fleet_between_runners_without_overlap,
-        wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer_database,
+        wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer_database_under_strict,
         wait_over_a_fleet_waits_for_every_target,
         wait_needs_only_the_right_to_read_the_history,
     ],
@@ -1286,7 +1286,7 @@ async fn rollback_baseline_preview_and_resolve_run_over_a_fleet_and_fresh_does_n
 // wait
 // ---------------------------------------------------------------------------------------
 
-async fn wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer_database(
+async fn wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer_database_under_strict(
     server: Server,
 ) {
     let Some(db) = TestDb::create(server).await else {
@@ -1349,13 +1349,24 @@ async fn wait_returns_once_migrated_and_fails_clearly_on_timeout_dirt_or_a_newer
     db.execute("UPDATE dirthara_migrations SET state = 'applied' WHERE version = 2")
         .await;
 
-    // A database migrated by a newer build than these files.
+    // A database migrated by a newer build than these files: fine, with a note (a rolling
+    // deploy); `--strict` refuses it (tests/wait.rs has the details).
     let older = Migrations::new();
     older.add(1, "t1", "CREATE TABLE t1 (id INT)", None);
     let newer = dirthara(&db.url, older.path(), &["wait", "--timeout", "30s"])
         .output()
         .unwrap();
     let (_, stderr) = text(&newer);
+    assert!(newer.status.success(), "{stderr}");
+    assert!(stderr.contains("warning [MISSING_MIGRATION]"), "{stderr}");
+    let strict = dirthara(
+        &db.url,
+        older.path(),
+        &["--strict", "wait", "--timeout", "30s"],
+    )
+    .output()
+    .unwrap();
+    let (_, stderr) = text(&strict);
     assert!(
         stderr.contains("Error [MISSING_MIGRATION]") && stderr.contains("newer than this build"),
         "{stderr}"

@@ -172,8 +172,8 @@ pub enum ErrorKind {
         /// What went wrong with the history.
         message: String,
     },
-    /// `wait`: the history applied a migration these files do not have — the database is
-    /// newer than this build.
+    /// `wait` with `strict`: the history applied a migration these files do not have — the
+    /// database is newer than this build (without `strict`, a warning).
     NewerDatabase {
         /// The recorded version without a file here.
         version: i64,

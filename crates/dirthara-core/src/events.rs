@@ -203,7 +203,24 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         reverses_nothing: bool,
     },
-    /// `wait`: the history does not hold every migration waited for yet (said every 10 s).
+    /// `wait` begins (before it connects): what it waits for, and where.
+    WaitStarted {
+        /// The migration waited for (`--until`), or the newest of the directories.
+        version: i64,
+        /// Its name.
+        name: String,
+        /// How many other migrations are waited for too: every other one of the
+        /// directories for `latest`, none for `--until`.
+        others: usize,
+        /// The history connection's URL, without the password.
+        url: String,
+        /// When it gives up (`timeout_ms` in JSON: `null` when it waits for ever).
+        #[serde(rename = "timeout_ms", serialize_with = "serialize_opt_ms")]
+        timeout: Option<Duration>,
+    },
+    /// `wait`: the history does not hold every migration waited for yet. Said after the
+    /// first look that finds it so, then every 5 s (also while a look hangs on a database
+    /// that does not answer).
     HistoryWaiting {
         /// How many of them are applied.
         applied: usize,

@@ -35,7 +35,9 @@ pub enum Code {
     DirtyMigration,
     /// `CHECKSUM_MISMATCH`: an applied migration's file changed after it was applied.
     ChecksumMismatch,
-    /// `MISSING_MIGRATION`: the history records a migration that has no file any more.
+    /// `MISSING_MIGRATION`: the history records a migration that has no file any more. A
+    /// warning from `wait` (a database newer than its files: a rolling deploy), an error
+    /// there with [`Config::strict`](crate::Config::strict).
     MissingMigration,
     /// `IRREVERSIBLE_MIGRATION`: a migration that must be reversed has no down step.
     IrreversibleMigration,

@@ -265,8 +265,22 @@ impl Migrator {
         operation: &str,
         read_only: bool,
     ) -> Result<Box<dyn Backend>> {
+        let request = self.connect_request(connections, name, operation, read_only)?;
+        self.unless_stopped(self.connector.connect(&request, &self.events))
+            .await
+    }
+
+    /// What opening the connection `name` asks of the connector: retried up to
+    /// `connect_timeout`, as configured.
+    fn connect_request(
+        &self,
+        connections: &Connections,
+        name: &str,
+        operation: &str,
+        read_only: bool,
+    ) -> Result<ConnectRequest> {
         let url = self.config.connection_url(name)?.to_string();
-        let request = ConnectRequest {
+        Ok(ConnectRequest {
             name: name.to_string(),
             kind: connections.kind(name)?,
             url,
@@ -278,9 +292,7 @@ impl Migrator {
             schema: (name == self.config.history_connection)
                 .then(|| self.schema.clone())
                 .flatten(),
-        };
-        self.unless_stopped(self.connector.connect(&request, &self.events))
-            .await
+        })
     }
 
     /// The history connection, read-only, for finding a fleet's targets there.

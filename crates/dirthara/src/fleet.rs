@@ -40,7 +40,10 @@ pub enum FleetCommand {
     Status,
     /// `preview <command>`: read-only, no lock.
     Preview(Command),
-    /// `wait`: read-only, no lock; the timeout is the whole fleet's (`None`: for ever).
+    /// `wait`: read-only, no lock; each target as [`Migrator::wait`](crate::Migrator::wait)
+    /// (a newer database is fine unless `strict`; a version waits for itself alone). The
+    /// timeout is the whole fleet's (`None`: for ever): a target started after it still
+    /// gets one look, of at most a second.
     Wait(crate::engine::WaitFor, Option<Duration>),
 }
 

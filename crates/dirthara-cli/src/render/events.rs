@@ -91,6 +91,9 @@ impl Renderer {
                     .map_or("another session".to_string(), |h| h.to_string()),
                 format_duration(*waited)
             )),
+            EventKind::WaitStarted { .. } if self.verbose > 0 => {
+                line(&wait_started_line(&event.kind))
+            }
             EventKind::HistoryWaiting { .. } => line(&history_waiting_line(&event.kind)),
             _ => {}
         }
@@ -148,6 +151,7 @@ impl Renderer {
             EventKind::LockReleased { lock, connection } if self.verbose > 0 => {
                 stderr_line(&format!("released lock `{lock}` on `{connection}`"))
             }
+            EventKind::WaitStarted { .. } => stderr_line(&wait_started_line(&event.kind)),
             EventKind::HistoryWaiting { .. } => stderr_line(&history_waiting_line(&event.kind)),
             EventKind::TableLockFreed { .. } => stderr_line(&table_lock_freed_line(&event.kind)),
             EventKind::Planned {
@@ -234,6 +238,30 @@ fn lock_chosen_line(event: &EventKind) -> String {
         return String::new();
     };
     format!("notice: on `{connection}`, {reason}")
+}
+
+/// `wait`'s first word: what it waits for, and where.
+fn wait_started_line(event: &EventKind) -> String {
+    let EventKind::WaitStarted {
+        version,
+        name,
+        others,
+        url,
+        timeout,
+    } = event
+    else {
+        return String::new();
+    };
+    let others = match others {
+        0 => String::new(),
+        1 => " and 1 other".to_string(),
+        n => format!(" and {n} others"),
+    };
+    let until = timeout.map_or_else(
+        || " (no timeout)".to_string(),
+        |t| format!(" (for at most {})", format_duration(t)),
+    );
+    format!("waiting for migration {version} ({name}){others} on {url}{until}")
 }
 
 /// `wait`'s periodic word: how far the history is.

@@ -65,6 +65,10 @@ impl Renderer {
         }
         let waited = format_duration(std::time::Duration::from_millis(report.waited_ms));
         stdout_line(&match report.until {
+            // One migration waited for: `--until`, or the only one of the files.
+            Some(version) if report.applied == 1 => {
+                format!("The database has migration {version} applied (waited {waited}).")
+            }
             Some(version) => format!(
                 "The database has every migration up to {version} applied (waited {waited})."
             ),

@@ -267,8 +267,9 @@ impl Error {
             ErrorKind::NewerDatabase { version, name } => write!(
                 f,
                 "the database has migration {version} ({name}) applied, which these migration \
-                 files do not have: the database is newer than this build. Deploy the build \
-                 that has it (or check --dir and `directories`)"
+                 files do not have: the database is newer than this build, which --strict \
+                 refuses (without it, `wait` accepts a newer database, as a rolling deploy \
+                 needs). Deploy the build that has it (or check --dir and `directories`)"
             ),
             ErrorKind::WaitTimedOut {
                 waited,

@@ -42,6 +42,29 @@ impl Warning {
     }
 }
 
+impl Warning {
+    /// `wait` found migrations applied that its files do not have (`MISSING_MIGRATION`): a
+    /// newer build migrated the database, as happens during every rolling deploy and every
+    /// rollback of one. `newer`: each one's version and name, oldest first.
+    pub fn newer_database(newer: &[(i64, &str)]) -> Self {
+        const NAMED: usize = 5;
+        let mut list: Vec<String> = (newer.iter().take(NAMED))
+            .map(|(version, name)| format!("{version} ({name})"))
+            .collect();
+        if newer.len() > NAMED {
+            list.push(format!("and {} more", newer.len() - NAMED));
+        }
+        Warning {
+            code: Code::MissingMigration,
+            message: format!(
+                "the database is newer than these files: {} applied that they do not have; \
+                 fine for a rolling deploy (--strict refuses it)",
+                list.join(", ")
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Warning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "warning [{}]: {}", self.code, self.message)

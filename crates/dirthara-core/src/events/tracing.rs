@@ -135,6 +135,21 @@ fn trace_migration_event(event: &Event) {
             retry_in_ms = retry_in.as_millis() as u64,
             "a statement gave way to the application's table lock; retrying"
         ),
+        EventKind::WaitStarted {
+            version,
+            name,
+            others,
+            url,
+            timeout,
+        } => info!(
+            target: "dirthara",
+            version,
+            %name,
+            others,
+            %url,
+            timeout_ms = timeout.map(|t| t.as_millis() as u64),
+            "waiting for the history"
+        ),
         EventKind::HistoryWaiting {
             applied,
             wanted,

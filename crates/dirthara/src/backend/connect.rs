@@ -128,7 +128,10 @@ impl Connector for UrlConnector {
             };
             let elapsed = started.elapsed();
             if !failure.transient || elapsed >= request.connect_timeout {
-                let waited = if failure.transient && !elapsed.is_zero() {
+                // Only when it did retry: a timeout of zero asks for one attempt (`wait`,
+                // which retries on its own, within its own timeout).
+                let retried = !elapsed.is_zero() && !request.connect_timeout.is_zero();
+                let waited = if failure.transient && retried {
                     format!(
                         " (gave up after {}; raise --connect-timeout to wait longer)",
                         crate::format_duration(elapsed)
