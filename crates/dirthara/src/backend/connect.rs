@@ -53,7 +53,7 @@ pub(crate) struct ConnectRequest {
     /// PostgreSQL: the schema the session works in, set as its `search_path` before
     /// `init_sql` (a fleet target that is one schema of a database). Its history, lock and
     /// migrations then live there.
-    #[cfg_attr(not(feature = "postgres"), expect(dead_code))]
+    #[cfg_attr(not(sql), expect(dead_code, reason = "read by the SQL backends only"))]
     pub schema: Option<String>,
 }
 
