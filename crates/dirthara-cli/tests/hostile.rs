@@ -244,24 +244,31 @@ fn no_connection_error_prints_the_password() {
         "mongodb://u:SECRET@127.0.0.1:27018/admin?directConnection=true&authSource=admin",
         "bogus://u:SECRET@127.0.0.1:1/x",
     ];
-    for url in urls {
-        for args in [
-            &["status"][..],
-            &["status", "--output", "json"],
-            &["migrate", "--output", "json"],
-            &["unlock", "--force"],
-        ] {
-            let mut args = args.to_vec();
-            args.extend_from_slice(&["--connect-timeout", "1s"]);
-            let out = dirthara(url, m.path(), &args).output().unwrap();
-            assert_no_secret(&out, &format!("{args:?} on {url}"));
-            // Connected by accident (a server that ignores the password) is fine; the
-            // point is what a failure says.
-            if !out.status.success() {
-                assert!(!text(&out).1.is_empty() || !text(&out).0.is_empty());
-            }
+    // Most of these wait out their one-second connect timeout: one thread per URL, so the
+    // test takes seconds, not a minute (each URL's commands still run one after another).
+    std::thread::scope(|scope| {
+        for url in urls {
+            let dir = m.path();
+            scope.spawn(move || {
+                for args in [
+                    &["status"][..],
+                    &["status", "--output", "json"],
+                    &["migrate", "--output", "json"],
+                    &["unlock", "--force"],
+                ] {
+                    let mut args = args.to_vec();
+                    args.extend_from_slice(&["--connect-timeout", "1s"]);
+                    let out = dirthara(url, dir, &args).output().unwrap();
+                    assert_no_secret(&out, &format!("{args:?} on {url}"));
+                    // Connected by accident (a server that ignores the password) is fine;
+                    // the point is what a failure says.
+                    if !out.status.success() {
+                        assert!(!text(&out).1.is_empty() || !text(&out).0.is_empty());
+                    }
+                }
+            });
         }
-    }
+    });
 }
 
 /// URLs no driver reads: the host forgotten (`postgres://u:SECRET`, so the password reads
