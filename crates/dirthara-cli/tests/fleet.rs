@@ -26,6 +26,7 @@ use support::{dirthara, scratch_dir, spawn, text, wait_with_watchdog, Migrations
 crate::scenario_tests! {
     postgres => Server::Postgres => [
         every_database_matching_the_pattern_is_a_target,
+        without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals,
         a_targets_file_standard_input_and_a_targets_query_name_their_targets_and_no_password_is_printed,
         a_failed_canary_starts_nothing_else,
         max_failures_stops_the_starting_and_keep_going_never_does,
@@ -39,6 +40,7 @@ crate::scenario_tests! {
     ],
     mariadb => Server::Mysql => [
         every_database_matching_the_pattern_is_a_target,
+        without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals,
         a_targets_file_standard_input_and_a_targets_query_name_their_targets_and_no_password_is_printed,
         a_failed_canary_starts_nothing_else,
         max_failures_stops_the_starting_and_keep_going_never_does,
@@ -227,15 +229,20 @@ impl Tenants {
 
     /// Makes tenant `i` fail its first migration: the table it creates is already there.
     async fn break_tenant(&self, i: usize) {
+        self.break_tenant_at(i, 1).await
+    }
+
+    /// Makes tenant `i` fail [`Tenants::counted`]'s migration `v`.
+    async fn break_tenant_at(&self, i: usize, v: i64) {
         match self.kind {
             Kind::Schemas => {
                 (self.db)
-                    .execute(&format!("CREATE TABLE tenant_{i}.t1 (id INT)"))
+                    .execute(&format!("CREATE TABLE tenant_{i}.t{v} (id INT)"))
                     .await
             }
             Kind::Databases => {
                 self.databases[i - 1]
-                    .execute("CREATE TABLE t1 (id INT)")
+                    .execute(&format!("CREATE TABLE t{v} (id INT)"))
                     .await
             }
         }
@@ -1647,4 +1654,51 @@ async fn postgres_preview_over_a_fleet_says_which_tenants_would_refuse() {
     assert_eq!(out.status.code(), Some(1), "{:?}", text(&out));
     assert!(tenants.history(1).await.is_empty());
     assert_eq!(tenants.history(2).await.len(), 1);
+}
+
+/// Without a terminal (a CI log), a fleet prints a line for a target only when it failed, then
+/// the table of the targets that were not fine and the totals; `-v` prints every target.
+async fn without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals(
+    server: Server,
+) {
+    let Some(t) = Tenants::new(server, 4).await else {
+        return;
+    };
+    let m = t.counted(1..=1, 0.0);
+    let lines_naming = |stderr: &str, name: &str| {
+        (stderr.lines())
+            .filter(|l| l.starts_with(&format!("[{name}]")))
+            .count()
+    };
+    // Every target applied: fine, so nothing but the totals.
+    let run = t.fleet(&m, &["--keep-going", "migrate"]).output().unwrap();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stderr, "", "{stdout}");
+    assert_eq!(
+        stdout.trim_end(),
+        "4 target(s): 4 applied, 0 up to date, 0 failed, 0 skipped; 4 migration(s) applied"
+    );
+    // One target failing: its line as it ends, then its row and the totals.
+    t.break_tenant_at(3, 2).await;
+    let m = t.counted(1..=2, 0.0);
+    let run = t.fleet(&m, &["--keep-going", "migrate"]).output().unwrap();
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(1), "{stdout}{stderr}");
+    for i in [1, 2, 4] {
+        assert_eq!(lines_naming(&stderr, &t.name(i)), 0, "{stderr}");
+        assert!(!stdout.contains(&t.name(i)), "{stdout}");
+    }
+    assert_eq!(lines_naming(&stderr, &t.name(3)), 1, "{stderr}");
+    assert!(stdout.contains(&t.name(3)), "{stdout}");
+    assert!(stdout.contains("4 target(s): 3 applied"), "{stdout}");
+    // -v: every target's line.
+    let run = t
+        .fleet(&m, &["-v", "--keep-going", "migrate"])
+        .output()
+        .unwrap();
+    let (_, stderr) = text(&run);
+    for name in t.names() {
+        assert!(lines_naming(&stderr, &name) >= 1, "{name}: {stderr}");
+    }
 }
