@@ -26,6 +26,7 @@ use support::{dirthara, scratch_dir, spawn, text, wait_with_watchdog, Migrations
 crate::scenario_tests! {
     postgres => Server::Postgres => [
         every_database_matching_the_pattern_is_a_target,
+        a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate,
         without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals,
         a_targets_file_standard_input_and_a_targets_query_name_their_targets_and_no_password_is_printed,
         a_failed_canary_starts_nothing_else,
@@ -40,6 +41,7 @@ crate::scenario_tests! {
     ],
     mariadb => Server::Mysql => [
         every_database_matching_the_pattern_is_a_target,
+        a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate,
         without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals,
         a_targets_file_standard_input_and_a_targets_query_name_their_targets_and_no_password_is_printed,
         a_failed_canary_starts_nothing_else,
@@ -1701,4 +1703,79 @@ async fn without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_
     for name in t.names() {
         assert!(lines_naming(&stderr, &name) >= 1, "{name}: {stderr}");
     }
+}
+
+/// After a crash left some tenants dirty: a re-run reports them as dirty before the run and
+/// goes on with the rest (they do not count toward the default `--max-failures 1`); one
+/// `resolve` over the fleet clears them and calls the clean ones "nothing to resolve"; one
+/// more `migrate` finishes the fleet.
+async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(server: Server) {
+    let Some(t) = Tenants::new(server, 4).await else {
+        return;
+    };
+    let run = t
+        .fleet(&t.counted(1..=1, 0.0), &["migrate"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{:?}", text(&run));
+    for i in [2, 3] {
+        let (place, table) = match t.kind {
+            Kind::Schemas => (&t.db, format!("tenant_{i}.dirthara_migrations")),
+            Kind::Databases => (&t.databases[i - 1], "dirthara_migrations".to_string()),
+        };
+        (place)
+            .execute(&format!(
+                "UPDATE {table} SET state = 'running' WHERE version = 1"
+            ))
+            .await;
+    }
+    let m = t.counted(1..=2, 0.0);
+    let in_order = |run: &Output| {
+        let found = outcomes(&json(run));
+        (t.names().iter())
+            .map(|n| found[n].clone())
+            .collect::<Vec<_>>()
+    };
+    // One at a time, in the list's order, with the default --max-failures 1.
+    let run = t
+        .fleet(&m, &["--jobs", "1", "migrate", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "a dirty fleet is never green");
+    assert_eq!(in_order(&run), ["applied", "failed", "failed", "applied"]);
+    let report = json(&run);
+    for i in [2, 3] {
+        let dirty = target(&report, &t.name(i));
+        assert_eq!(dirty["dirty_before_run"], true, "{dirty}");
+        assert_eq!(dirty["error"]["code"], "DIRTY_MIGRATION", "{dirty}");
+    }
+    assert!(target(&report, &t.name(1))
+        .get("dirty_before_run")
+        .is_none());
+    // One resolve over the fleet: the dirty ones resolved, the others nothing to resolve.
+    let run = t
+        .fleet(&m, &["resolve", "1", "--applied", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{:?}", text(&run));
+    assert_eq!(
+        in_order(&run),
+        ["up_to_date", "applied", "applied", "up_to_date"]
+    );
+    let report = json(&run);
+    let clean = target(&report, &t.name(1));
+    assert!(
+        (clean["note"].as_str().unwrap()).starts_with("nothing to resolve: migration 1"),
+        "{clean}"
+    );
+    // And one migrate finishes the fleet.
+    let run = t
+        .fleet(&m, &["migrate", "--output", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{:?}", text(&run));
+    assert_eq!(
+        in_order(&run),
+        ["up_to_date", "applied", "applied", "up_to_date"]
+    );
 }

@@ -153,6 +153,14 @@ pub enum ErrorKind {
         /// Each bad file and what is wrong with it.
         problems: Vec<Problem>,
     },
+    /// `resolve --applied/--rolled-back` of a migration that is not dirty: there is nothing to
+    /// resolve. Over a fleet, such a target is reported "nothing to resolve", not failed.
+    NotDirty {
+        /// The migration asked for.
+        version: i64,
+        /// Its recorded name.
+        name: String,
+    },
     /// The configuration is unusable.
     Config {
         /// What is wrong and how to fix it.
@@ -320,7 +328,7 @@ impl Error {
             ErrorKind::Irreversible { .. } => Code::IrreversibleMigration,
             ErrorKind::UnknownVersion { .. } => Code::UnknownVersion,
             ErrorKind::InvalidMigration { .. } => Code::InvalidMigration,
-            ErrorKind::Config { .. } => Code::ConfigError,
+            ErrorKind::Config { .. } | ErrorKind::NotDirty { .. } => Code::ConfigError,
             ErrorKind::Connection { .. } => Code::ConnectionError,
             ErrorKind::History { .. } => Code::HistoryError,
             ErrorKind::NewerDatabase { .. } => Code::MissingMigration,

@@ -80,6 +80,12 @@ impl Renderer {
 /// What to say of a target that was not simply fine.
 fn detail(target: &TargetReport) -> String {
     let mut parts = Vec::new();
+    if target.dirty_before_run {
+        parts.push("dirty before this run (not counted toward --max-failures)".to_string());
+    }
+    if let Some(note) = &target.note {
+        parts.push(note.clone());
+    }
     if target.deferred {
         parts.push("its lock was held by another runner: done last".to_string());
     }

@@ -312,6 +312,11 @@ impl Error {
                 dirthara_source::write_problems(f, problems)
             }
             ErrorKind::Config { message } => f.write_str(message),
+            ErrorKind::NotDirty { version, name } => write!(
+                f,
+                "migration {version} ({name}) is not dirty (it is recorded as applied); \
+                 `resolve --applied/--rolled-back` only clears a migration a failed run left running"
+            ),
             ErrorKind::Connection {
                 connection,
                 message,

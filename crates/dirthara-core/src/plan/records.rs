@@ -89,11 +89,10 @@ pub fn plan_resolution<'h>(
     let dirty = record.state == RecordState::Running;
     let change = match resolution {
         Resolution::Applied | Resolution::RolledBack if !dirty => {
-            return Err(Error::config(format!(
-                "migration {version} ({}) is not dirty (it is recorded as applied); \
-                 `resolve --applied/--rolled-back` only clears a migration a failed run left running",
-                record.name
-            )))
+            return Err(Error::new(ErrorKind::NotDirty {
+                version,
+                name: record.name.clone(),
+            }))
         }
         Resolution::Applied => HistoryChange::MarkApplied {
             version,

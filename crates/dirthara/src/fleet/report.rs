@@ -35,6 +35,15 @@ pub struct TargetReport {
     /// the end, and waited for then.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deferred: bool,
+    /// It failed only because a migration was already dirty when this run came to it (a run
+    /// before this one died there): nothing was tried. Such a target does not count toward
+    /// `max_failures`, so one crash does not stop the recovery of the rest of the fleet.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dirty_before_run: bool,
+    /// What else to know of how it ended: `resolve` of a migration that is not dirty there
+    /// says "nothing to resolve" (outcome `up_to_date`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// `status`: where it stands.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<TargetStatus>,
@@ -54,6 +63,8 @@ impl TargetReport {
             error: None,
             duration_ms: 0,
             deferred: false,
+            dirty_before_run: false,
+            note: None,
             status: None,
             preview: None,
         }

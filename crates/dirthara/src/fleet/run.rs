@@ -6,7 +6,9 @@
 //! `lock_wait` says — so several runners on one fleet each take what is free, and none
 //! migrates a target twice (the lock sees to that; the waiting one finds nothing to do).
 //! Failures are counted as targets end: once `max_failures` have failed, no target is
-//! started any more; those never started are reported `skipped`. A shutdown signal stops the
+//! started any more; those never started are reported `skipped`. A target that was already
+//! dirty when the run came to it fails without counting, so a re-run after a crash goes on to
+//! the rest of the fleet. A shutdown signal stops the
 //! starting too, and each running target finishes its running migration and stops.
 
 use std::collections::BTreeMap;
@@ -21,7 +23,7 @@ use crate::backend::{BackendKind, Connector, ReusingConnector};
 use crate::config::{Config, LockWait};
 use crate::engine::Connections;
 use crate::engine::Migrator;
-use crate::error::{Code, Error, Result};
+use crate::error::{Code, Error, ErrorKind, Result};
 use crate::events::EventKind;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::Command;
@@ -223,7 +225,7 @@ impl Schedule<'_> {
                 Ended::Done(report) => {
                     let mut report = *report;
                     report.deferred = pass == Pass::Deferred;
-                    if report.outcome == Outcome::Failed {
+                    if report.outcome == Outcome::Failed && !report.dirty_before_run {
                         self.failures += 1;
                     }
                     self.results[index] = Some(report);
@@ -295,6 +297,10 @@ async fn run_target(
             });
             return Ended::Deferred(holder);
         }
+        Err(error) if matches!(error.kind(), ErrorKind::NotDirty { .. }) => TargetReport {
+            note: Some(format!("nothing to resolve: {error}")),
+            ..TargetReport::new(&target.name, Outcome::UpToDate)
+        },
         Err(error) => failed(&target.name, error),
         Ok(done) => done.into_report(&target.name),
     };
@@ -319,7 +325,12 @@ fn failed(name: &str, error: Error) -> TargetReport {
             ..TargetReport::new(name, Outcome::Skipped)
         };
     }
-    let mut report = TargetReport::failed(name, error);
+    // A migration dirty before this run is the plan's first finding: nothing was tried.
+    let dirty_before_run = error.code() == Code::DirtyMigration && completed.is_empty();
+    let mut report = TargetReport {
+        dirty_before_run,
+        ..TargetReport::failed(name, error)
+    };
     for step in completed {
         match step.direction {
             crate::migration::Direction::Up => report.applied.push(step),
