@@ -54,8 +54,9 @@ pub(crate) struct FleetIncomplete {
     pub targets: usize,
     pub failed: usize,
     pub skipped: usize,
-    /// The first target that failed, and why.
-    pub first: Option<(String, dirthara::Error)>,
+    /// The first target that failed, why, and the error's message with the commands it
+    /// suggests run on that target alone.
+    pub first: Option<(String, dirthara::Error, String)>,
     /// A signal stopped the fleet.
     pub interrupted: bool,
 }
@@ -70,7 +71,7 @@ impl fmt::Display for FleetIncomplete {
             }
         }
         match &self.first {
-            Some((target, error)) => write!(f, "; the first, `{target}`: {error}"),
+            Some((target, _, message)) => write!(f, "; the first, `{target}`: {message}"),
             None => Ok(()),
         }
     }
@@ -92,7 +93,7 @@ impl CliError {
             | CliError::NotOverAFleet { .. } => dirthara::Code::ConfigError.as_str(),
             CliError::LintFindings { .. } => dirthara::Code::BlockingDdl.as_str(),
             CliError::FleetIncomplete(incomplete) => match &incomplete.first {
-                Some((_, error)) => error.code().as_str(),
+                Some((_, error, _)) => error.code().as_str(),
                 None => dirthara::Code::Interrupted.as_str(),
             },
         }

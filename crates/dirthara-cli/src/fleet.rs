@@ -31,15 +31,39 @@ pub(crate) async fn run(
         // The fleet goes here, and its events with it: a progress bar is cleared before the
         // result is printed.
     };
-    renderer.fleet(&report);
+    renderer.fleet(&report, source);
     facts.fleet(&report, shard);
     if report.succeeded() {
         return Ok(());
     }
     Err(CliError::FleetIncomplete(incomplete(
         &report,
+        source,
         *shutdown.borrow(),
     )))
+}
+
+/// The flag that selects `target` alone, for the commands a target's error tells its reader to
+/// run (`dirthara resolve 3 --applied`): pasted as printed, they would run on the database the
+/// fleet was listed from. `None` when the source cannot name one target by itself (a targets
+/// file or query).
+pub(crate) fn selecting(source: &TargetSource, target: &str) -> Option<String> {
+    if target.contains(['*', '?', '[', '\'', ' ']) {
+        return None;
+    }
+    match source {
+        TargetSource::Schemas(_) => Some(format!("--schemas {target}")),
+        TargetSource::Databases(_) => Some(format!("--databases {target}")),
+        _ => None,
+    }
+}
+
+/// `text` with each command it suggests (`` `dirthara …` ``) run on `target` alone.
+pub(crate) fn for_target(source: &TargetSource, target: &str, text: &str) -> String {
+    match selecting(source, target) {
+        Some(flag) => text.replace("`dirthara ", &format!("`dirthara {flag} ")),
+        None => text.to_string(),
+    }
 }
 
 /// The fleet's form of `command`, or why it does not run over a fleet.
@@ -92,10 +116,14 @@ fn not_over_a_fleet(command: &'static str) -> CliError {
 
 /// The failure of a fleet run that did not succeed everywhere: the first target that failed
 /// gives its code.
-fn incomplete(report: &FleetReport, interrupted: bool) -> FleetIncomplete {
+fn incomplete(report: &FleetReport, source: &TargetSource, interrupted: bool) -> FleetIncomplete {
     let first = (report.targets.iter())
         .find(|t| t.outcome == Outcome::Failed)
-        .and_then(|t| Some((t.name.clone(), t.error.clone()?)));
+        .and_then(|t| {
+            let error = t.error.clone()?;
+            let message = for_target(source, &t.name, &error.to_string());
+            Some((t.name.clone(), error, message))
+        });
     FleetIncomplete {
         targets: report.totals.targets,
         failed: report.totals.failed,

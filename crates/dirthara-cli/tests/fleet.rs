@@ -1752,6 +1752,30 @@ async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(serv
     assert!(target(&report, &t.name(1))
         .get("dirty_before_run")
         .is_none());
+    // The hint printed for a dirty target is a command for that target alone: pasted as
+    // printed, it resolves tenant 2 and leaves tenant 3 dirty.
+    let run = t.fleet(&m, &["--jobs", "1", "migrate"]).output().unwrap();
+    let (stdout, stderr) = text(&run);
+    let hint = (stderr.split('`'))
+        .find(|part| part.starts_with("dirthara ") && part.ends_with("resolve 1 --applied"))
+        .unwrap_or_else(|| panic!("no resolve hint in: {stderr}"));
+    let flag = match t.kind {
+        Kind::Schemas => "--schemas",
+        Kind::Databases => "--databases",
+    };
+    assert_eq!(
+        hint,
+        format!("dirthara {flag} {} resolve 1 --applied", t.name(2))
+    );
+    assert!(
+        stdout.contains(&format!("`dirthara {flag} {} resolve", t.name(3))),
+        "{stdout}"
+    );
+    let words: Vec<&str> = hint.split(' ').skip(1).collect();
+    let pasted = dirthara(&t.db.url, m.path(), &words).output().unwrap();
+    assert_eq!(pasted.status.code(), Some(0), "{:?}", text(&pasted));
+    assert_eq!(t.history(2).await[0].1, "applied");
+    assert_eq!(t.history(3).await[0].1, "running");
     // One resolve over the fleet: the dirty ones resolved, the others nothing to resolve.
     let run = t
         .fleet(&m, &["resolve", "1", "--applied", "--output", "json"])
@@ -1760,7 +1784,7 @@ async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(serv
     assert_eq!(run.status.code(), Some(0), "{:?}", text(&run));
     assert_eq!(
         in_order(&run),
-        ["up_to_date", "applied", "applied", "up_to_date"]
+        ["up_to_date", "up_to_date", "applied", "up_to_date"]
     );
     let report = json(&run);
     let clean = target(&report, &t.name(1));

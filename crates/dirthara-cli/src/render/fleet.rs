@@ -1,14 +1,14 @@
 //! A fleet run's result: one JSON document, a last `result` line, or for people a table of
 //! every target that was not simply fine and a line of totals (or where the fleet stands).
 
-use dirthara::fleet::{FleetReport, Outcome, TargetReport};
+use dirthara::fleet::{FleetReport, Outcome, TargetReport, TargetSource};
 use dirthara::{format_duration, WaitReport};
 
 use super::{stdout_line, table, Renderer};
 use crate::cli::OutputFormat;
 
 impl Renderer {
-    pub(crate) fn fleet(&self, report: &FleetReport) {
+    pub(crate) fn fleet(&self, report: &FleetReport, source: &TargetSource) {
         match self.format {
             OutputFormat::Json => return self.json(report),
             OutputFormat::Ndjson => return self.ndjson_result(report),
@@ -20,7 +20,7 @@ impl Renderer {
             return;
         }
         let rows: Vec<[String; 3]> = (report.not_fine())
-            .map(|t| [t.name.clone(), t.outcome.to_string(), detail(t)])
+            .map(|t| [t.name.clone(), t.outcome.to_string(), detail(t, source)])
             .collect();
         if !rows.is_empty() {
             table(["TARGET", "OUTCOME", "DETAIL"], &rows);
@@ -78,7 +78,7 @@ impl Renderer {
 }
 
 /// What to say of a target that was not simply fine.
-fn detail(target: &TargetReport) -> String {
+fn detail(target: &TargetReport, source: &TargetSource) -> String {
     let mut parts = Vec::new();
     if target.dirty_before_run {
         parts.push("dirty before this run (not counted toward --max-failures)".to_string());
@@ -132,7 +132,7 @@ fn detail(target: &TargetReport) -> String {
     }
     match (&target.error, target.outcome) {
         (Some(error), _) => {
-            let message = error.to_string();
+            let message = crate::fleet::for_target(source, &target.name, &error.to_string());
             let first = message.lines().next().unwrap_or_default();
             parts.push(format!("[{}] {first}", error.code()));
         }
