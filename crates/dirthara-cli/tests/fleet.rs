@@ -1725,11 +1725,24 @@ async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(serv
         };
         (place)
             .execute(&format!(
-                "UPDATE {table} SET state = 'running' WHERE version = 1"
+                "UPDATE {table} SET state = 'running', \
+                 failure = '{{\"message\": \"boom on tenant {i}\"}}' WHERE version = 1"
             ))
             .await;
     }
     let m = t.counted(1..=2, 0.0);
+    // status lists each dirty target with the cause its failing run recorded.
+    let run = t.fleet(&m, &["status"]).output().unwrap();
+    let (stdout, _) = text(&run);
+    for i in [2, 3] {
+        let row = (stdout.lines())
+            .find(|l| l.starts_with(&t.name(i)))
+            .unwrap_or_else(|| panic!("{} not listed: {stdout}", t.name(i)));
+        assert!(
+            row.contains(&format!("dirty: migration 1 (t1): boom on tenant {i}")),
+            "{row}"
+        );
+    }
     let in_order = |run: &Output| {
         let found = outcomes(&json(run));
         (t.names().iter())

@@ -96,8 +96,10 @@ fn detail(target: &TargetReport, source: &TargetSource) -> String {
         if status.pending > 0 {
             parts.push(format!("{} pending", status.pending));
         }
-        if status.dirty {
-            parts.push("dirty".into());
+        match (&status.dirty_cause, status.dirty) {
+            (Some(cause), _) => parts.push(format!("dirty: {cause}")),
+            (None, true) => parts.push("dirty".into()),
+            (None, false) => {}
         }
         if status.drifted > 0 {
             parts.push(format!("{} missing or changed", status.drifted));

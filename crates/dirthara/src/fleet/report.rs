@@ -88,6 +88,10 @@ pub struct TargetStatus {
     pub pending: usize,
     /// A migration is dirty (a run died inside it).
     pub dirty: bool,
+    /// The dirty migration, and the error that left it so as the failing run recorded it:
+    /// `migration 3 (add_index): <cause>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dirty_cause: Option<String>,
     /// Applied migrations whose file is missing or changed.
     pub drifted: usize,
     /// A runner holds its lock now.
@@ -108,6 +112,13 @@ impl TargetStatus {
                 .max(),
             pending: count(MigrationState::Pending),
             dirty: count(MigrationState::Dirty) > 0,
+            dirty_cause: (report.migrations.iter())
+                .find(|m| m.state == MigrationState::Dirty)
+                .map(|m| {
+                    let cause = (m.failure.as_ref())
+                        .map_or_else(|| "no cause was recorded".to_string(), |f| f.to_string());
+                    format!("migration {} ({}): {cause}", m.version, m.name)
+                }),
             drifted: count(MigrationState::Missing) + count(MigrationState::Modified),
             locked: matches!(report.lock.state, LockState::Held { .. })
                 || report
@@ -268,6 +279,7 @@ mod tests {
                 newest: Some(1),
                 pending,
                 dirty,
+                dirty_cause: None,
                 drifted: 0,
                 locked,
             }),
