@@ -26,6 +26,7 @@ use support::{dirthara, scratch_dir, spawn, text, wait_with_watchdog, Migrations
 crate::scenario_tests! {
     postgres => Server::Postgres => [
         every_database_matching_the_pattern_is_a_target,
+        a_canary_found_locked_is_run_once_when_its_lock_is_free_and_reported_whole,
         a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate,
         without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals,
         a_targets_file_standard_input_and_a_targets_query_name_their_targets_and_no_password_is_printed,
@@ -41,6 +42,7 @@ crate::scenario_tests! {
     ],
     mariadb => Server::Mysql => [
         every_database_matching_the_pattern_is_a_target,
+        a_canary_found_locked_is_run_once_when_its_lock_is_free_and_reported_whole,
         a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate,
         without_a_terminal_a_fleet_prints_only_the_targets_that_failed_and_the_totals,
         a_targets_file_standard_input_and_a_targets_query_name_their_targets_and_no_password_is_printed,
@@ -1815,4 +1817,92 @@ async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(serv
         in_order(&run),
         ["up_to_date", "applied", "applied", "up_to_date"]
     );
+}
+
+/// The canary's lock is held by another runner (here one taking the first tenant alone `to 1`,
+/// stopped at a gate inside migration 1): the canary pass leaves it, comes back
+/// when the lock is free, and runs it then, once; the report and its totals list every
+/// migration this runner applied to it.
+async fn a_canary_found_locked_is_run_once_when_its_lock_is_free_and_reported_whole(
+    server: Server,
+) {
+    let Some(t) = Tenants::new(server, 3).await else {
+        return;
+    };
+    let mut gates = Gates::closed(&t.db, &[1]).await;
+    let first = t.name(1);
+    let at_the_gate = gates.wait_at(1, &format!("{} = '{first}'", t.here()));
+    let m = Migrations::new();
+    m.add(
+        1,
+        "t1",
+        &format!(
+            "-- dirthara:table-lock-timeout off\nCREATE TABLE t1 (id INT);\n{};\n{at_the_gate};",
+            t.effect(1)
+        ),
+        None,
+    );
+    for v in 2..=3 {
+        m.add(
+            v,
+            &format!("t{v}"),
+            &format!("CREATE TABLE t{v} (id INT);\n{};", t.effect(v)),
+            None,
+        );
+    }
+    // The other runner takes the first tenant alone to migration 1, and holds its lock at
+    // the gate there.
+    let alone = match t.kind {
+        Kind::Schemas => dirthara(
+            &t.db.url,
+            m.path(),
+            &["--schemas", &first, "--output", "ndjson", "to", "1"],
+        ),
+        Kind::Databases => dirthara(t.url(1), m.path(), &["--output", "ndjson", "to", "1"]),
+    };
+    let other = Watched::spawn(alone);
+    until(
+        "the other runner at the gate in the first tenant",
+        async || gates.waiting(&t.db).await == 1,
+    )
+    .await;
+    let mut canary = Watched::spawn(t.fleet(
+        &m,
+        &[
+            "--canary",
+            "1",
+            "--lock-wait",
+            "60s",
+            "--output",
+            "ndjson",
+            "migrate",
+        ],
+    ));
+    until("the canary left for later", async || {
+        canary.poll();
+        turns(&canary.events, &first).contains(&"deferred".to_string())
+    })
+    .await;
+    // Nothing else started while the canary is not done.
+    assert_eq!(turns(&canary.events, &t.name(2)), Vec::<String>::new());
+    gates.open(1).await;
+    let other = other.finish(Duration::from_secs(120));
+    let canary = canary.finish(Duration::from_secs(120));
+    assert_eq!(other.code, Some(0), "{other:?}");
+    assert_eq!(canary.code, Some(0), "{canary:?}");
+    assert_eq!(
+        turns(&canary.events, &first),
+        ["started", "deferred", "started again", "finished applied"],
+        "{canary:?}"
+    );
+    let report = result_of(&canary.events);
+    let applied: Vec<i64> = (target(report, &first)["applied"].as_array().unwrap().iter())
+        .map(|step| step["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(applied, [2, 3], "{report}");
+    assert_eq!(target(report, &first)["deferred"], true, "{report}");
+    let mine: usize = applied_by_target(&[report]).values().sum();
+    assert_eq!(report["totals"]["migrations_applied"], mine, "{report}");
+    // Between the two runners, every migration ran once on every tenant.
+    assert_eq!(t.effects().await, every(&t.names(), 1..=3, 1));
 }
