@@ -114,9 +114,10 @@ pub(crate) struct FleetArgs {
     #[arg(long, value_name = "N", global = true, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
 
-    /// Run the first N targets first; start the rest only if all of them succeeded
-    #[arg(long, value_name = "N", global = true)]
-    pub canary: Option<usize>,
+    /// Run these targets first, the first N or the ones named (tenant_a,tenant_b); start the
+    /// rest only if all of them succeeded
+    #[arg(long, value_name = "N|NAMES", global = true, value_parser = dirthara::fleet::Canary::parse)]
+    pub canary: Option<dirthara::fleet::Canary>,
 
     /// Stop starting targets after K failed; running ones finish [default: 1]
     #[arg(long, value_name = "K", global = true, value_parser = clap::value_parser!(u64).range(1..))]
@@ -136,6 +137,16 @@ pub(crate) struct FleetArgs {
     /// from 0, and N from DIRTHARA_SHARD_COUNT (or auto/N)
     #[arg(long, value_name = "I/N|auto", global = true, value_parser = dirthara::fleet::ShardSpec::parse)]
     pub shard: Option<dirthara::fleet::ShardSpec>,
+
+    /// The search_path of each --schemas target (PostgreSQL), the target's schema first:
+    /// {target}, then schemas every tenant shares [default: "{target}, public"]
+    #[arg(long, value_name = "SCHEMAS", global = true, value_parser = dirthara::fleet::SearchPath::parse)]
+    pub search_path: Option<dirthara::fleet::SearchPath>,
+
+    /// Run on the one database of -d/--database-url (or the configured `default`), whatever
+    /// [fleet] in dirthara.toml says; every other setting is kept
+    #[arg(long, global = true, conflicts_with_all = ["targets", "schemas", "databases", "targets_sql"])]
+    pub no_fleet: bool,
 }
 
 fn parse_jobs(text: &str) -> Result<usize, String> {

@@ -32,8 +32,8 @@ pub(crate) enum CliError {
     /// A command that does not run over a fleet was given one.
     #[error(
         "`{command}` does not run over a fleet (--targets, --schemas, --databases, \
-         --targets-sql or [fleet] in dirthara.toml): run it on one database at a time, with \
-         -d and without the fleet"
+         --targets-sql or [fleet] in dirthara.toml): run it on one database at a time, without \
+         the fleet flags, or with --no-fleet -d URL when dirthara.toml has a [fleet]"
     )]
     NotOverAFleet { command: &'static str },
     /// A fleet run in which some target failed or was never started.

@@ -71,7 +71,8 @@ fn variable(environment: &[(String, String)], name: &str) -> Option<String> {
     }
 }
 
-/// The fleet flags over `[fleet]`: a source named by a flag replaces the file's. `--shard`,
+/// The fleet flags over `[fleet]`: a source named by a flag replaces the file's, and
+/// `--no-fleet` removes it (the rest of `[fleet]` is then unused). `--shard`,
 /// resolved against the environment, is applied by the caller.
 fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
     let source = [
@@ -80,16 +81,22 @@ fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
         args.databases.clone().map(TargetSource::Databases),
         args.targets_sql.clone().map(TargetSource::Query),
     ];
-    // clap lets one of them through at most.
+    // clap lets one of them through at most, and none with --no-fleet.
     if let Some(source) = source.into_iter().flatten().next() {
         fleet.targets = Some(source);
+    }
+    if args.no_fleet {
+        fleet.targets = None;
     }
     let options = &mut fleet.options;
     if let Some(jobs) = args.jobs {
         options.jobs = jobs;
     }
-    if let Some(canary) = args.canary {
-        options.canary = canary;
+    if let Some(canary) = args.canary.clone() {
+        canary.apply(options);
+    }
+    if let Some(search_path) = args.search_path.clone() {
+        options.search_path = search_path;
     }
     if let Some(max) = args.max_failures {
         options.max_failures = Some(usize::try_from(max).unwrap_or(usize::MAX));

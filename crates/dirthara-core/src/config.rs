@@ -22,7 +22,7 @@ pub use dirthara_source::files::Layout;
 
 pub use env::{is_setting_variable, unknown_variables, UnknownVariable};
 pub use file::check_jobs;
-pub use fleet::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
+pub use fleet::{Canary, FleetOptions, FleetSettings, SearchPath, Shard, Target, TargetSource};
 pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
 pub use settings::{nearest, setting_named, FileForm, SettingRow, SETTINGS};
 pub use shard_auto::{ShardSpec, SHARD_COUNT_VARIABLE, SHARD_INDEX_VARIABLES};

@@ -58,6 +58,8 @@ pub struct Migrator {
     /// PostgreSQL: the schema the history connection works in (a fleet target's), its
     /// `search_path`; `None`: the connection's own.
     schema: Option<String>,
+    /// PostgreSQL: the schemas after `schema` on its `search_path` (`[fleet] search_path`).
+    shared_schemas: Vec<String>,
     /// The connections' kinds, already read from their URLs (a fleet reads each target's
     /// once): used instead of reading them again.
     parsed: Option<Connections>,
@@ -76,6 +78,7 @@ impl Migrator {
             shutdown: None,
             preloaded: None,
             schema: None,
+            shared_schemas: Vec::new(),
             parsed: None,
         }
     }
@@ -170,18 +173,21 @@ impl Migrator {
     }
 
     /// The same migrator for one target of a fleet: another configuration, its own events
-    /// (naming the target) and, on PostgreSQL, the target's schema.
+    /// (naming the target) and, on PostgreSQL, the target's `search_path`: its schema first,
+    /// then the shared ones.
     pub(crate) fn for_target(
         &self,
         config: Config,
         events: EventSink,
-        schema: Option<String>,
+        search_path: Option<Vec<String>>,
         connections: Connections,
     ) -> Self {
+        let mut search_path = search_path.unwrap_or_default().into_iter();
         Migrator {
             config,
             events,
-            schema,
+            schema: search_path.next(),
+            shared_schemas: search_path.collect(),
             parsed: Some(connections),
             ..self.clone()
         }
@@ -292,6 +298,10 @@ impl Migrator {
             schema: (name == self.config.history_connection)
                 .then(|| self.schema.clone())
                 .flatten(),
+            shared_schemas: match name == self.config.history_connection {
+                true => self.shared_schemas.clone(),
+                false => Vec::new(),
+            },
         })
     }
 

@@ -19,7 +19,9 @@ mod targets;
 use std::time::Duration;
 
 pub use crate::vocabulary::Outcome;
-pub use dirthara_core::config::{FleetOptions, FleetSettings, Shard, Target, TargetSource};
+pub use dirthara_core::config::{
+    Canary, FleetOptions, FleetSettings, SearchPath, Shard, Target, TargetSource,
+};
 pub use dirthara_core::config::{ShardSpec, SHARD_COUNT_VARIABLE, SHARD_INDEX_VARIABLES};
 pub use report::{FleetReport, FleetStatus, FleetTotals, TargetReport, TargetStatus};
 
@@ -113,7 +115,8 @@ impl Fleet {
     /// The targets `source` names, checked (unique names, URLs of a known kind), in their
     /// order, and only this runner's shard of them. A source that names none is
     /// `FLEET_EMPTY`, unless [`FleetOptions::allow_empty`] (a shard of a fleet may hold
-    /// none: an index with nothing to do).
+    /// none: an index with nothing to do). A canary named
+    /// ([`FleetOptions::canary_names`]) that is no target of the whole fleet is an error.
     pub async fn targets(&self, source: &TargetSource) -> crate::Result<Vec<Target>> {
         let found = match targets::find(&self.migrator, source).await {
             Err(e) if self.options.allow_empty && e.code() == crate::error::Code::FleetEmpty => {
@@ -121,6 +124,7 @@ impl Fleet {
             }
             found => found?,
         };
+        targets::check_canary(&self.options.canary_names, &found, source)?;
         Ok(match self.options.shard {
             Some(shard) => found.into_iter().filter(|t| shard.holds(&t.name)).collect(),
             None => found,

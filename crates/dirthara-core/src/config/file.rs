@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::settings::{nearest, FileForm, SettingRow, SETTINGS};
 use super::value::Origin;
-use super::{Config, FleetSettings, Layout, Shard, TargetSource};
+use super::{Canary, Config, FleetSettings, Layout, SearchPath, Shard, TargetSource};
 use crate::error::{Error, Result};
 
 /// One entry of `directories`: a path, or `{ path = "...", format = "goose" }`.
@@ -31,11 +31,21 @@ struct FleetFile {
     databases: Option<String>,
     targets_sql: Option<String>,
     jobs: Option<usize>,
-    canary: Option<usize>,
+    canary: Option<CanaryEntry>,
     max_failures: Option<usize>,
     keep_going: Option<bool>,
     allow_empty: Option<bool>,
     shard: Option<String>,
+    search_path: Option<String>,
+}
+
+/// `[fleet] canary`: a number, target names comma-separated, or an array of names.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum CanaryEntry {
+    Count(usize),
+    Text(String),
+    Names(Vec<String>),
 }
 
 impl FleetFile {
@@ -67,7 +77,18 @@ impl FleetFile {
                 check_jobs(jobs).map_err(|e| Error::config(format!("{origin}: [fleet] {e}")))?;
         }
         if let Some(canary) = self.canary {
-            options.canary = canary;
+            let canary = match canary {
+                CanaryEntry::Count(count) => Ok(Canary::Count(count)),
+                CanaryEntry::Text(text) => Canary::parse(&text),
+                CanaryEntry::Names(names) => Canary::names(names.iter().map(String::as_str)),
+            };
+            canary
+                .map_err(|e| Error::config(format!("{origin}: [fleet] `canary`: {e}")))?
+                .apply(options);
+        }
+        if let Some(search_path) = self.search_path {
+            options.search_path = SearchPath::parse(&search_path)
+                .map_err(|e| Error::config(format!("{origin}: [fleet] `search_path`: {e}")))?;
         }
         if let Some(allow_empty) = self.allow_empty {
             options.allow_empty = allow_empty;
@@ -330,6 +351,45 @@ mod tests {
             targets("[fleet]\ntargets = \"-\""),
             Some(TargetSource::File(PathBuf::from("-")))
         );
+    }
+
+    #[test]
+    fn a_fleet_names_its_search_path_and_its_canary_by_count_or_by_name() {
+        let options = |text: &str| {
+            let mut c = Config::default();
+            c.merge_toml(text, "dirthara.toml", Path::new("/p"))
+                .map(|()| c.fleet.options)
+        };
+        let o = options("[fleet]\nsearch_path = \"{target}, public, extensions\"").unwrap();
+        assert_eq!(o.search_path.schemas("t1"), ["t1", "public", "extensions"]);
+        assert_eq!(
+            options("").unwrap().search_path.schemas("t1"),
+            ["t1", "public"]
+        );
+        let o = options("[fleet]\ncanary = 2").unwrap();
+        assert_eq!((o.canary, o.canary_names.len()), (2, 0));
+        for text in [
+            "[fleet]\ncanary = \"a, b\"",
+            "[fleet]\ncanary = [\"a\", \"b\"]",
+        ] {
+            assert_eq!(options(text).unwrap().canary_names, ["a", "b"], "{text}");
+        }
+        for (text, needle) in [
+            (
+                "[fleet]\nsearch_path = \"public, {target}\"",
+                "dirthara.toml: [fleet] `search_path`: `public, {target}` does not start with {target}",
+            ),
+            (
+                "[fleet]\nsearch_path = \"{target} public\"",
+                "separate the schemas with commas",
+            ),
+            ("[fleet]\nsearch_path = \"{target}, a b\"", "is not a schema name"),
+            ("[fleet]\ncanary = \"a,,b\"", "[fleet] `canary`: `` is no target name"),
+        ] {
+            let err = options(text).unwrap_err();
+            assert_eq!(err.code(), crate::Code::ConfigError);
+            assert!(err.to_string().contains(needle), "{text}: {err}");
+        }
     }
 
     #[test]

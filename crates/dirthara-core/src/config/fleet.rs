@@ -159,6 +159,9 @@ pub struct FleetOptions {
     pub jobs: usize,
     /// Run the first `canary` targets first; start the rest only if every one succeeded.
     pub canary: usize,
+    /// The canary by name (`--canary tenant_a,tenant_b`): these targets first, instead of
+    /// the first `canary`. A name that is not a target of the fleet is an error.
+    pub canary_names: Vec<String>,
     /// Stop *starting* targets after this many failed; `None`: never stop (keep going).
     /// Default `Some(1)`.
     pub max_failures: Option<usize>,
@@ -167,6 +170,9 @@ pub struct FleetOptions {
     /// Whether a source that names no target passes (an empty list is expected); by default
     /// it is `FLEET_EMPTY`, since a typo in a pattern would otherwise pass on nothing.
     pub allow_empty: bool,
+    /// PostgreSQL: the `search_path` of a `--schemas` target's sessions, the target's own
+    /// schema first. Default `{target}, public`.
+    pub search_path: SearchPath,
 }
 
 impl Default for FleetOptions {
@@ -174,10 +180,174 @@ impl Default for FleetOptions {
         FleetOptions {
             jobs: 4,
             canary: 0,
+            canary_names: Vec::new(),
             max_failures: Some(1),
             shard: None,
             allow_empty: false,
+            search_path: SearchPath::default(),
         }
+    }
+}
+
+/// The canary, as `--canary` and `[fleet] canary` write it: a number of targets (the first
+/// by name) or the targets' names, comma-separated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Canary {
+    /// The first N targets.
+    Count(usize),
+    /// These targets, by name.
+    Names(Vec<String>),
+}
+
+impl Canary {
+    /// `3`, or `tenant_a,tenant_b`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dirthara_core::config::Canary;
+    /// assert_eq!(Canary::parse("2").unwrap(), Canary::Count(2));
+    /// assert_eq!(
+    ///     Canary::parse("tenant_a, tenant_b").unwrap(),
+    ///     Canary::Names(vec!["tenant_a".into(), "tenant_b".into()])
+    /// );
+    /// assert!(Canary::parse("a,,b").is_err());
+    /// ```
+    pub fn parse(text: &str) -> std::result::Result<Canary, String> {
+        let text = text.trim();
+        if let Ok(count) = text.parse::<usize>() {
+            return Ok(Canary::Count(count));
+        }
+        Canary::names(text.split(',').map(str::trim))
+    }
+
+    /// The targets named, each once and none empty.
+    pub fn names<'a>(
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> std::result::Result<Canary, String> {
+        let mut seen = Vec::new();
+        for name in names {
+            if name.is_empty() || name.chars().any(char::is_whitespace) {
+                return Err(format!(
+                    "`{name}` is no target name: give a number of targets (2) or target names \
+                     separated by commas (tenant_a,tenant_b)"
+                ));
+            }
+            if !seen.iter().any(|n| n == name) {
+                seen.push(name.to_string());
+            }
+        }
+        if seen.is_empty() {
+            return Err(
+                "no target named: give a number of targets (2) or target names \
+                        separated by commas (tenant_a,tenant_b)"
+                    .into(),
+            );
+        }
+        Ok(Canary::Names(seen))
+    }
+
+    /// Into `options`, replacing the canary they had.
+    pub fn apply(self, options: &mut FleetOptions) {
+        match self {
+            Canary::Count(count) => {
+                options.canary = count;
+                options.canary_names.clear();
+            }
+            Canary::Names(names) => {
+                options.canary = 0;
+                options.canary_names = names;
+            }
+        }
+    }
+}
+
+/// PostgreSQL: the `search_path` a `--schemas` target's sessions get (`[fleet] search_path`,
+/// `--search-path`): `{target}` (the target's schema) first, then schemas every tenant shares,
+/// such as `public`, where extensions and types are installed. The target comes first so that
+/// what a migration creates without a schema, and dirthara's history, land in the target's
+/// schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchPath {
+    /// The schemas after the target's, as they are named in the catalog.
+    after: Vec<String>,
+}
+
+impl Default for SearchPath {
+    fn default() -> Self {
+        SearchPath {
+            after: vec!["public".to_string()],
+        }
+    }
+}
+
+impl SearchPath {
+    /// Where the target's own schema goes.
+    pub const TARGET: &'static str = "{target}";
+
+    /// `{target}, public, extensions`: comma-separated, `{target}` first and once, then
+    /// schema names (letters, digits and `_`, as the catalog spells them), each once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use dirthara_core::config::SearchPath;
+    /// let path = SearchPath::parse("{target}, public, extensions").unwrap();
+    /// assert_eq!(path.schemas("tenant_1"), ["tenant_1", "public", "extensions"]);
+    /// assert_eq!(SearchPath::parse("{target}").unwrap().schemas("t"), ["t"]);
+    /// assert!(SearchPath::parse("public, {target}").is_err());
+    /// ```
+    pub fn parse(text: &str) -> std::result::Result<SearchPath, String> {
+        let entries: Vec<&str> = text.split(',').map(str::trim).collect();
+        if entries[0] != Self::TARGET && entries[0].starts_with(Self::TARGET) {
+            return Err(format!(
+                "`{text}`: separate the schemas with commas: \"{{target}}, public\""
+            ));
+        }
+        if entries[0] != Self::TARGET {
+            return Err(format!(
+                "`{text}` does not start with {{target}}: the target's own schema comes first, \
+                 so that what migrations create without a schema (and the history) lands there; \
+                 write e.g. \"{{target}}, public\""
+            ));
+        }
+        let mut after: Vec<String> = Vec::new();
+        for entry in &entries[1..] {
+            if *entry == Self::TARGET {
+                return Err(format!(
+                    "`{text}` names {{target}} twice; name it once, first"
+                ));
+            }
+            if !crate::config::is_plain_identifier(entry, 63) {
+                return Err(format!(
+                    "`{text}`: `{entry}` is not a schema name (letters, digits and _, as the \
+                     catalog spells it); separate schemas with commas: \"{{target}}, public\""
+                ));
+            }
+            if !after.iter().any(|a| a == entry) {
+                after.push(entry.to_string());
+            }
+        }
+        Ok(SearchPath { after })
+    }
+
+    /// The schemas of `target`'s sessions, in order: `target`, then the shared ones (a shared
+    /// schema that is the target itself is left out).
+    pub fn schemas(&self, target: &str) -> Vec<String> {
+        std::iter::once(target.to_string())
+            .chain(self.after.iter().filter(|s| *s != target).cloned())
+            .collect()
+    }
+}
+
+impl fmt::Display for SearchPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(Self::TARGET)?;
+        for schema in &self.after {
+            write!(f, ", {schema}")?;
+        }
+        Ok(())
     }
 }
 

@@ -55,6 +55,13 @@ pub(crate) struct ConnectRequest {
     /// migrations then live there.
     #[cfg_attr(not(sql), expect(dead_code, reason = "read by the SQL backends only"))]
     pub schema: Option<String>,
+    /// PostgreSQL: the schemas on the `search_path` after `schema` (`[fleet] search_path`:
+    /// `public`, where extensions and types are installed); only with a `schema`.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(dead_code, reason = "read by the PostgreSQL backend only")
+    )]
+    pub shared_schemas: Vec<String>,
 }
 
 /// Opens connections. The default one dispatches on the URL scheme.

@@ -104,10 +104,16 @@ struct PgSiblingParts {
     version: String,
 }
 
-/// The `search_path` of a session that works in one schema (a fleet's target).
+/// The `search_path` of a session that works in one schema (a fleet's target): that schema
+/// first, where unqualified names are created and the history lives, then the shared ones
+/// (`public`, for the extensions and types installed there).
 fn search_path(request: &ConnectRequest) -> Option<String> {
-    (request.schema.as_deref())
-        .map(|schema| format!("SET search_path TO {}", SqlDialect::Postgres.ident(schema)))
+    let schema = request.schema.as_deref()?;
+    let schemas: Vec<String> = std::iter::once(schema)
+        .chain(request.shared_schemas.iter().map(String::as_str))
+        .map(|schema| SqlDialect::Postgres.ident(schema))
+        .collect();
+    Some(format!("SET search_path TO {}", schemas.join(", ")))
 }
 
 /// By default PostgreSQL notices a vanished client only when it next writes to it, so a

@@ -24,6 +24,7 @@ mod observer;
 mod rehearse;
 mod script;
 mod steps;
+mod targets_query;
 
 use steps::Sending;
 
@@ -284,14 +285,21 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
     }
 
     async fn query_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
-        self.driver.fetch_text(sql).await.map_err(|e| {
-            Error::config(format!(
-                "--targets-sql `{sql}` failed on `{}`: {}; it must return text columns (name, \
-                 url) or (url)",
-                self.connection,
-                database_message(&e)
-            ))
-        })
+        let dialect = self.driver.dialect();
+        let query = targets_query::one_query(sql, dialect).map_err(Error::config)?;
+        let failed = |e: D::Error, connection: &str| {
+            let message = targets_query::failed(sql, connection, &database_message(&e));
+            Error::config(message).caused_by(e)
+        };
+        let (begin, end) = targets_query::read_only(dialect);
+        if let Err(e) = self.driver.execute(begin).await {
+            return Err(failed(e, &self.connection));
+        }
+        let rows = self.driver.fetch_text(query).await;
+        let ended = self.driver.execute(end).await;
+        let rows = rows.map_err(|e| failed(e, &self.connection))?;
+        ended.map_err(|e| failed(e, &self.connection))?;
+        Ok(rows)
     }
 
     async fn reopen(&mut self, request: &ConnectRequest) -> Result<bool> {

@@ -54,7 +54,7 @@ pub(super) async fn run(
         return Err(Error::config(format!(
             "`{}` is not run over a fleet: it would reverse or drop every target's data. Run \
              it on one database at a time, without --targets, --schemas, --databases or \
-             --targets-sql",
+             --targets-sql (with `--no-fleet -d URL` when dirthara.toml has a [fleet])",
             command.name()
         )));
     }
@@ -90,6 +90,7 @@ pub(super) async fn run(
         parsed: &parsed,
         command,
         loaded: &loaded,
+        search_path: &options.search_path,
         jobs: options.jobs.max(1),
         max_failures: options.max_failures,
         deadline,
@@ -98,15 +99,13 @@ pub(super) async fn run(
         failures: 0,
         stopped: false,
     };
-    let canary = options.canary.min(targets.len());
-    schedule.pass((0..canary).collect(), Pass::First).await;
+    let (canary, rest) = canary(options, &targets);
+    schedule.pass(canary.clone(), Pass::First).await;
     schedule.pass_deferred().await;
-    let canary_failed = (schedule.results[..canary].iter())
+    let canary_failed = (canary.iter().map(|&i| &schedule.results[i]))
         .any(|r| !matches!(r, Some(t) if matches!(t.outcome, Outcome::Applied | Outcome::UpToDate | Outcome::Pending)));
     if !canary_failed {
-        schedule
-            .pass((canary..targets.len()).collect(), Pass::First)
-            .await;
+        schedule.pass(rest, Pass::First).await;
         schedule.pass_deferred().await;
     }
     reuse.close_all().await;
@@ -128,6 +127,18 @@ pub(super) async fn run(
         targets: reports,
         status,
     })
+}
+
+/// The targets run first, as the canary, and the rest, by index: the targets named (those of
+/// this shard: [`Fleet::targets`] checked that each is a target of the fleet), or the first
+/// `canary`.
+fn canary(options: &super::FleetOptions, targets: &[Target]) -> (Vec<usize>, Vec<usize>) {
+    if options.canary_names.is_empty() {
+        let canary = options.canary.min(targets.len());
+        return ((0..canary).collect(), (canary..targets.len()).collect());
+    }
+    let named = |i: &usize| options.canary_names.contains(&targets[*i].name);
+    (0..targets.len()).partition(named)
 }
 
 /// The migrations loaded for each kind of database (by its name), with the down steps read.
@@ -181,6 +192,8 @@ struct Schedule<'a> {
     parsed: &'a [Connections],
     command: FleetCommand,
     loaded: &'a Loaded,
+    /// A `--schemas` target's sessions' `search_path`.
+    search_path: &'a super::SearchPath,
     jobs: usize,
     max_failures: Option<usize>,
     /// `wait`: when the whole fleet's timeout runs out.
@@ -264,9 +277,10 @@ impl Schedule<'_> {
         let connections = self.parsed[index].clone();
         let history = self.base.config().history_connection.as_str();
         let kind = connections.kind(history).map(BackendKind::name);
+        let search_path = (target.schema.as_deref()).map(|schema| self.search_path.schemas(schema));
         let migrator = (self
             .base
-            .for_target(config, events, target.schema.clone(), connections))
+            .for_target(config, events, search_path, connections))
         .with_shared_connector(Arc::clone(&self.reuse));
         match kind.ok().and_then(|kind| self.loaded.get(kind)) {
             Some((downs, migrations)) => migrator.with_preloaded(*downs, Arc::clone(migrations)),

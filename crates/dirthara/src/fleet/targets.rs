@@ -16,10 +16,15 @@ const MAX_TARGETS_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// The targets `source` names, checked: every name unique, every URL of a known kind.
 pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<Vec<Target>> {
+    // A file's targets with their lines, for errors that name them (`tenants.txt:7`).
+    let mut lines = Vec::new();
     let targets = match source {
         TargetSource::List(targets) => targets.clone(),
         TargetSource::File(path) => {
-            parse_targets(&read_targets(path)?, &path.display().to_string())?
+            let parsed = parse_targets(&read_targets(path)?, &source.describe())?;
+            let (at, targets) = parsed.into_iter().unzip();
+            lines = at;
+            targets
         }
         TargetSource::Schemas(glob) | TargetSource::Databases(glob) => {
             let what = match source {
@@ -72,8 +77,34 @@ pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<V
         };
         return Err(empty(source, found.to_string()));
     }
-    check(&targets, source)?;
+    check(&targets, source, &lines)?;
     Ok(targets)
+}
+
+/// A canary named that is no target of the fleet (before it is split into shards): an error
+/// naming it, with the nearest names.
+pub(super) fn check_canary(
+    names: &[String],
+    targets: &[Target],
+    source: &TargetSource,
+) -> Result<()> {
+    for name in names {
+        if targets.iter().any(|t| t.name == *name) {
+            continue;
+        }
+        let known = targets.iter().map(|t| t.name.as_str());
+        let hint = match dirthara_core::config::nearest(name, known) {
+            Some(nearest) => format!(" (did you mean `{nearest}`?)"),
+            None => String::new(),
+        };
+        return Err(Error::config(format!(
+            "--canary: `{name}` is not a target of {} ({} target(s)){hint}; name targets of the \
+             fleet, or give a number of targets",
+            source.describe(),
+            targets.len()
+        )));
+    }
+    Ok(())
 }
 
 /// `FLEET_EMPTY` for `source`, which found `found` instead of a target.
@@ -143,8 +174,9 @@ fn read_targets(path: &Path) -> Result<String> {
     Ok(text)
 }
 
-/// One target a line: `name url` or just `url`; blank lines and `#` comments skipped.
-pub(crate) fn parse_targets(text: &str, origin: &str) -> Result<Vec<Target>> {
+/// One target a line: `name url` or just `url`; blank lines and `#` comments skipped. Each
+/// target comes with its line (from 1).
+pub(crate) fn parse_targets(text: &str, origin: &str) -> Result<Vec<(usize, Target)>> {
     let mut targets = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = strip_comment(line);
@@ -155,13 +187,14 @@ pub(crate) fn parse_targets(text: &str, origin: &str) -> Result<Vec<Target>> {
             [name, url] => Target::new(*name, *url),
             _ => {
                 return Err(Error::config(format!(
-                    "{origin}, line {}: expected `name url` or `url`, found {} words",
+                    "{origin}:{}: expected `name url` or `url`, found {} words; fix or remove \
+                     that line (`#` starts a comment)",
                     index + 1,
                     words.len()
                 )))
             }
         };
-        targets.push(target);
+        targets.push((index + 1, target));
     }
     Ok(targets)
 }
@@ -198,30 +231,37 @@ fn targets_from_rows(rows: Vec<Vec<Option<String>>>, sql: &str) -> Result<Vec<Ta
 }
 
 /// Every name unique and plain (no white space), every URL of a database dirthara knows.
-fn check(targets: &[Target], source: &TargetSource) -> Result<()> {
+/// `lines`: a targets file's line of each target, which errors name (`tenants.txt:7`).
+fn check(targets: &[Target], source: &TargetSource, lines: &[usize]) -> Result<()> {
+    let at = |index: usize| match (source, lines.get(index)) {
+        (TargetSource::File(path), Some(line)) => {
+            format!("--targets {}:{line}", path.display())
+        }
+        _ => source.describe(),
+    };
     let mut names = BTreeSet::new();
-    for target in targets {
+    for (index, target) in targets.iter().enumerate() {
         if target.name.is_empty() || target.name.chars().any(char::is_whitespace) {
             return Err(Error::config(format!(
                 "{}: the target name `{}` is empty or has white space",
-                source.describe(),
+                at(index),
                 target.name
             )));
         }
         if !names.insert(target.name.as_str()) {
+            let first = (targets.iter().position(|t| t.name == target.name))
+                .and_then(|first| lines.get(first))
+                .map_or(String::new(), |line| {
+                    format!(" (the first is on line {line})")
+                });
             return Err(Error::config(format!(
-                "{}: two targets are named `{}`; every target needs a name of its own",
-                source.describe(),
+                "{}: two targets are named `{}`{first}; every target needs a name of its own",
+                at(index),
                 target.name
             )));
         }
-        crate::backend::kind_of(&target.url).map_err(|e| {
-            Error::config(format!(
-                "{}: target `{}`: {e}",
-                source.describe(),
-                target.name
-            ))
-        })?;
+        crate::backend::kind_of(&target.url)
+            .map_err(|e| Error::config(format!("{}: target `{}`: {e}", at(index), target.name)))?;
     }
     Ok(())
 }
@@ -363,18 +403,22 @@ mod tests {
     fn a_targets_file_has_names_urls_comments_and_clear_errors() {
         let text = "# tenants\n\nacme postgres://u:secret@db/acme  # the first\n\
                     postgres://u@db/globex\n  \n";
-        let targets = parse_targets(text, "tenants.txt").unwrap();
+        let (lines, targets): (Vec<usize>, Vec<Target>) = parse_targets(text, "tenants.txt")
+            .unwrap()
+            .into_iter()
+            .unzip();
+        assert_eq!(lines, [3, 4]);
         assert_eq!(targets.len(), 2);
         assert_eq!(targets[0].name, "acme");
         assert_eq!(targets[0].url, "postgres://u:secret@db/acme");
         assert_eq!(targets[1].name, "postgres://u@db/globex");
         assert!(!format!("{:?}", targets[0]).contains("secret"));
 
-        let error = parse_targets("a b c\n", "tenants.txt")
+        let error = parse_targets("# t\na b c\n", "tenants.txt")
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("tenants.txt, line 1: expected `name url`"),
+            error.contains("tenants.txt:2: expected `name url`"),
             "{error}"
         );
 
@@ -383,13 +427,18 @@ mod tests {
             Target::new("a", "sqlite:a.db"),
             Target::new("a", "sqlite:b.db"),
         ];
-        let error = check(&dup, &twice).unwrap_err().to_string();
-        assert!(error.contains("two targets are named `a`"), "{error}");
-        let error = check(&[Target::new("x", "oracle://u:pw@h/d")], &twice)
+        let error = check(&dup, &twice, &[2, 5]).unwrap_err().to_string();
+        assert!(
+            error.contains(
+                "--targets tenants.txt:5: two targets are named `a` (the first is on line 2)"
+            ),
+            "{error}"
+        );
+        let error = check(&[Target::new("x", "oracle://u:pw@h/d")], &twice, &[7])
             .unwrap_err()
             .to_string();
         assert!(
-            error.contains("target `x`") && !error.contains("pw@"),
+            error.contains("tenants.txt:7: target `x`") && !error.contains("pw@"),
             "{error}"
         );
     }

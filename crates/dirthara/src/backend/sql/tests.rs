@@ -67,6 +67,7 @@ async fn a_step_asking_for_an_in_step_lock_check_the_driver_cannot_make_is_refus
         init_sql: None,
         history_table: "dirthara_migrations".into(),
         schema: None,
+        shared_schemas: Vec::new(),
     };
     let Ok(mut backend) = crate::backend::sqlite::connect(&request).await else {
         panic!("cannot open {url}");

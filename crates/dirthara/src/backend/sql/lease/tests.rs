@@ -17,6 +17,7 @@ async fn backend(url: &str) -> Box<dyn Backend> {
         init_sql: None,
         history_table: "dirthara_migrations".into(),
         schema: None,
+        shared_schemas: Vec::new(),
     };
     match sqlite::connect(&request).await {
         Ok(backend) => backend,
