@@ -144,7 +144,7 @@ pub(crate) struct FleetArgs {
     pub search_path: Option<dirthara::fleet::SearchPath>,
 
     /// Run on the one database of -d/--database-url (or the configured `default`), whatever
-    /// [fleet] in dirthara.toml says; every other setting is kept
+    /// `[fleet]` in dirthara.toml says; every other setting is kept
     #[arg(long, global = true, conflicts_with_all = ["targets", "schemas", "databases", "targets_sql"])]
     pub no_fleet: bool,
 }
