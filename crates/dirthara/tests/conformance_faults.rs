@@ -82,9 +82,14 @@ two_runners_at_once_apply_each_migration_exactly_once on [
     Row::server(Server::Mysql, Locking::Auto),
 ]);
 
-caught_on!(lease_taken_while_held_is_caught_by_two_runners:
+// Not the race of two runners started at once: on SQLite the second runner's busy handler
+// can lose every turn to the first (which takes the write lock again between migrations) and
+// find nothing left, so the race missed this fault on a loaded machine. A bounded waiter
+// started while the lease is held must give up with `MIGRATION_LOCK_HELD`; with the fault it
+// never does, whatever the timing.
+caught_on!(lease_taken_while_held_is_caught_by_a_bounded_waiter:
 "lease_taken_while_held", "return",
-two_runners_at_once_apply_each_migration_exactly_once on [
+a_bounded_wait_gives_up_and_never_takes_the_lock_later on [
     Row::sqlite(Locking::Lease),
     Row::server(Server::Postgres, Locking::Lease),
     Row::server(Server::Mysql, Locking::Lease),
