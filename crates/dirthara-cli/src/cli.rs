@@ -60,6 +60,11 @@ pub(crate) struct GlobalArgs {
     #[arg(long, value_name = "SQL", global = true)]
     pub init_sql: Option<String>,
 
+    /// A value for `${NAME}` in steps that say `-- dirthara:placeholders`; repeat for several.
+    /// Also `[placeholders]` in dirthara.toml and `DIRTHARA_PLACEHOLDER_<NAME>`; this flag wins
+    #[arg(long = "placeholder", value_name = "NAME=VALUE", value_parser = placeholder_value, global = true)]
+    pub placeholders: Vec<(String, String)>,
+
     /// Output format: human, json (one document), ndjson (events as they happen)
     #[arg(long, value_enum, default_value_t = OutputFormat::Human, global = true)]
     pub output: OutputFormat,
@@ -363,6 +368,15 @@ pub(crate) struct FromArgs {
     /// The other tool's history table, when not its default name
     #[arg(long, value_name = "NAME")]
     pub from_table: Option<String>,
+}
+
+/// `--placeholder NAME=VALUE`: split at the first `=`, the name checked as in the file.
+fn placeholder_value(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text.split_once('=').ok_or_else(|| {
+        format!("`{text}` has no `=`; write `--placeholder NAME=VALUE` (an empty value: `NAME=`)")
+    })?;
+    dirthara::cli_support::check_placeholder_name(name).map_err(|e| e.to_string())?;
+    Ok((name.to_ascii_lowercase(), value.to_string()))
 }
 
 #[cfg(test)]

@@ -55,6 +55,9 @@ pub(crate) fn build_config(args: &GlobalArgs, renderer: &Renderer) -> Result<Con
             .init_sql
             .insert(dirthara::DEFAULT_CONNECTION.to_string(), init_sql.clone());
     }
+    config
+        .placeholders
+        .extend(args.placeholders.iter().cloned());
     apply_fleet_flags(&args.fleet, &mut config.fleet);
     if let Some(shard) = shard {
         config.fleet.options.shard = Some(shard);

@@ -93,6 +93,10 @@ pub struct Config {
     pub allow_blocking: bool,
     /// Rules of `lint` (and of the checks before a run) switched off, by name.
     pub lint_disabled: std::collections::BTreeSet<String>,
+    /// Values of `${name}` placeholders, by lower-cased name, for steps that say
+    /// `-- dirthara:placeholders` (`[placeholders]`, `DIRTHARA_PLACEHOLDER_<NAME>`,
+    /// `--placeholder name=value`).
+    pub placeholders: BTreeMap<String, String>,
 }
 
 impl Default for Config {
@@ -115,6 +119,7 @@ impl Default for Config {
             blocking_table_size: Some(DEFAULT_BLOCKING_TABLE_SIZE),
             allow_blocking: false,
             lint_disabled: Default::default(),
+            placeholders: BTreeMap::new(),
         }
     }
 }
@@ -179,6 +184,9 @@ impl Config {
             Origin::Named("`table_lock_retry_for`"),
         )?;
         self.connection_url(&self.history_connection)?;
+        for name in self.placeholders.keys() {
+            check_placeholder_name(name)?;
+        }
         for (name, sql) in &self.init_sql {
             if sql.trim().is_empty() {
                 return Err(Error::config(format!(
@@ -206,6 +214,24 @@ impl Config {
         }
         Ok(())
     }
+}
+
+/// A placeholder value's name must be one a step can write, and not a built-in's.
+pub fn check_placeholder_name(name: &str) -> Result<()> {
+    use dirthara_source::placeholders::{is_name, BUILT_IN_PREFIX};
+    if name.to_ascii_lowercase().starts_with(BUILT_IN_PREFIX) {
+        return Err(Error::config(format!(
+            "placeholder `{name}`: `{BUILT_IN_PREFIX}` names are dirthara's built-ins and cannot \
+             be set; choose another name"
+        )));
+    }
+    if !is_name(name) {
+        return Err(Error::config(format!(
+            "placeholder `{name}`: a name is letters, digits, `_`, `.` and `-`, starting with a \
+             letter or `_`"
+        )));
+    }
+    Ok(())
 }
 
 /// `mongodb://` or `mongodb+srv://`, in any case: read here from the scheme alone, so the

@@ -153,6 +153,12 @@ pub enum ErrorKind {
         /// Each bad file and what is wrong with it.
         problems: Vec<Problem>,
     },
+    /// Steps that say `-- dirthara:placeholders` use placeholders that have no value: every
+    /// one found, each with its file and line; refused before the lock, nothing was run.
+    PlaceholderUnset {
+        /// Each file, with the line and name of a placeholder that has no value there.
+        problems: Vec<Problem>,
+    },
     /// `resolve --applied/--rolled-back` of a migration that is not dirty: there is nothing to
     /// resolve. Over a fleet, such a target is reported "nothing to resolve", not failed.
     NotDirty {
@@ -328,6 +334,7 @@ impl Error {
             ErrorKind::Irreversible { .. } => Code::IrreversibleMigration,
             ErrorKind::UnknownVersion { .. } => Code::UnknownVersion,
             ErrorKind::InvalidMigration { .. } => Code::InvalidMigration,
+            ErrorKind::PlaceholderUnset { .. } => Code::PlaceholderUnset,
             ErrorKind::Config { .. } | ErrorKind::NotDirty { .. } => Code::ConfigError,
             ErrorKind::Connection { .. } => Code::ConnectionError,
             ErrorKind::History { .. } => Code::HistoryError,
@@ -338,6 +345,23 @@ impl Error {
             ErrorKind::NoMigrations { .. } => Code::NoMigrations,
             ErrorKind::PermissionDenied { .. } => Code::PermissionDenied,
         }
+    }
+
+    /// The error with `map` applied to every text the database gave it (a failed step's
+    /// message, detail, hint and context): how a secret placeholder's value is masked.
+    pub fn map_database_text(mut self, map: impl Fn(&str) -> String) -> Self {
+        if let ErrorKind::MigrationFailed { error, .. }
+        | ErrorKind::TableLockTimeout { error, .. } = &mut *self.kind
+        {
+            error.message = map(&error.message);
+            for text in [&mut error.detail, &mut error.hint, &mut error.context]
+                .into_iter()
+                .flatten()
+            {
+                *text = map(text);
+            }
+        }
+        self
     }
 
     /// For lock errors: the lock's name and the connection it was taken on.

@@ -46,6 +46,9 @@ pub enum Code {
     /// `INVALID_MIGRATION`: migration files (or embedded migrations) are malformed; nothing
     /// was touched.
     InvalidMigration,
+    /// `PLACEHOLDER_UNSET`: a step that says `-- dirthara:placeholders` uses a placeholder
+    /// that has no value; refused before the lock, nothing was run.
+    PlaceholderUnset,
     /// `CONFIG_ERROR`: the configuration is unusable.
     ConfigError,
     /// `CONNECTION_ERROR`: a database could not be reached, even after retrying for
@@ -96,6 +99,7 @@ impl Code {
             Code::IrreversibleMigration => "IRREVERSIBLE_MIGRATION",
             Code::UnknownVersion => "UNKNOWN_VERSION",
             Code::InvalidMigration => "INVALID_MIGRATION",
+            Code::PlaceholderUnset => "PLACEHOLDER_UNSET",
             Code::ConfigError => "CONFIG_ERROR",
             Code::ConnectionError => "CONNECTION_ERROR",
             Code::HistoryError => "HISTORY_ERROR",

@@ -1,6 +1,8 @@
-//! Header directives: `-- dirthara:no-transaction`, `-- dirthara:connection <name>` and
-//! `-- dirthara:table-lock-timeout <duration>|off` and `-- dirthara:allow-blocking <reason>` in
-//! the leading comment lines of a SQL step.
+//! Header directives: `-- dirthara:no-transaction`, `-- dirthara:connection <name>`,
+//! `-- dirthara:table-lock-timeout <duration>|off`, `-- dirthara:allow-blocking <reason>` and
+//! `-- dirthara:placeholders [everywhere]` in the leading comment lines of a SQL step.
+
+use crate::placeholders::Scope;
 
 /// The prefix of every header directive, e.g. `-- dirthara:no-transaction`.
 const DIRECTIVE_PREFIX: &str = "dirthara:";
@@ -15,6 +17,9 @@ pub struct Header {
     /// `-- dirthara:allow-blocking <reason>`: the step may block the application while it
     /// rewrites or scans a big table (a maintenance window); the reason is printed when it runs.
     pub allow_blocking: Option<String>,
+    /// `-- dirthara:placeholders [everywhere]`: the step's `${name}` placeholders are
+    /// replaced when it runs (see [`crate::placeholders`]).
+    pub placeholders: Option<Scope>,
 }
 
 /// Reads the `-- dirthara:...` directives from the leading comment lines of a file.
@@ -49,6 +54,22 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
         }
         match (words.next(), words.next(), words.next()) {
             (Some("no-transaction"), None, _) => header.no_transaction = true,
+            (Some("placeholders"), scope, None) => {
+                let scope = match scope {
+                    None => Scope::Code,
+                    Some("everywhere") => Scope::Everywhere,
+                    Some(other) => {
+                        return Err(format!(
+                            "`-- dirthara:placeholders {other}`: write `-- dirthara:placeholders` \
+                             (in code only) or `-- dirthara:placeholders everywhere` (in string \
+                             literals and dollar-quoted bodies too)"
+                        ))
+                    }
+                };
+                if header.placeholders.replace(scope).is_some() {
+                    return Err("declares `-- dirthara:placeholders` twice".into());
+                }
+            }
             (Some("table-lock-timeout"), Some(value), None) => {
                 if header
                     .table_lock_timeout
@@ -72,8 +93,9 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
                 return Err(format!(
                     "unknown directive `-- {DIRECTIVE_PREFIX}{}`; the known ones are \
                      `-- dirthara:no-transaction`, `-- dirthara:connection <name>`, \
-                     `-- dirthara:table-lock-timeout <duration>|off` and \
-                     `-- dirthara:allow-blocking <reason>`",
+                     `-- dirthara:table-lock-timeout <duration>|off`, \
+                     `-- dirthara:allow-blocking <reason>` and \
+                     `-- dirthara:placeholders [everywhere]`",
                     directive.trim()
                 ))
             }
@@ -106,8 +128,13 @@ mod tests {
                 connection: Some("analytics".into()),
                 table_lock_timeout: None,
                 allow_blocking: None,
+                placeholders: None,
             }
         );
+        let h = parse_directives("-- dirthara:placeholders\nSELECT ${a}").unwrap();
+        assert_eq!(h.placeholders, Some(Scope::Code));
+        let h = parse_directives("-- dirthara:placeholders everywhere\nSELECT 1").unwrap();
+        assert_eq!(h.placeholders, Some(Scope::Everywhere));
         assert_eq!(parse_directives("SELECT 1;").unwrap(), Header::default());
         let h = parse_directives("-- dirthara:allow-blocking  window of 5 Dec, small table\nALTER TABLE t ALTER c TYPE int").unwrap();
         assert_eq!(
@@ -134,6 +161,14 @@ mod tests {
                 "connection name",
             ),
             ("-- dirthara:allow-blocking\nSELECT 1;", "needs a reason"),
+            (
+                "-- dirthara:placeholders anywhere\nSELECT 1;",
+                "placeholders everywhere`",
+            ),
+            (
+                "-- dirthara:placeholders\n-- dirthara:placeholders everywhere\nSELECT 1;",
+                "twice",
+            ),
         ] {
             let err = parse_directives(text).unwrap_err();
             assert!(err.contains(needle), "{text}: {err}");

@@ -13,6 +13,7 @@ pub mod files;
 mod layout;
 pub mod migration;
 mod names;
+pub mod placeholders;
 pub mod scaffold;
 pub mod sql;
 

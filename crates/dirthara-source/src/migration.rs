@@ -336,6 +336,22 @@ impl Migration {
         self.checksum.0.get_or_init(|| checksum(&self.up))
     }
 
+    /// Replaces the text `direction`'s step runs with `text`: the step with its placeholders
+    /// filled in (see [`crate::placeholders`]). The checksum stays the one of the text as
+    /// written, so that a value changed between runs never makes an applied migration
+    /// "modified".
+    pub fn set_step_text(&mut self, direction: Direction, text: String) {
+        self.checksum();
+        match direction {
+            Direction::Up => self.up = text,
+            Direction::Down => {
+                if let Some(down) = &mut self.down {
+                    down.text = text;
+                }
+            }
+        }
+    }
+
     /// Adds a transactional down step of `down`.
     pub fn with_down(mut self, down: impl Into<String>) -> Self {
         self.down = Some(DownStep::new(down));

@@ -15,7 +15,7 @@ mod tests;
 mod words;
 
 pub use outside::{outside_transaction, OutsideTransaction};
-pub use words::{line_column, words, Word};
+pub use words::{code_spans, line_column, words, Word};
 
 use lexer::{Kind, Lexer, Token};
 

@@ -60,6 +60,8 @@ pub struct Migrator {
     schema: Option<String>,
     /// PostgreSQL: the schemas after `schema` on its `search_path` (`[fleet] search_path`).
     shared_schemas: Vec<String>,
+    /// The fleet target this migrator runs on, by name (`${dirthara:target}`).
+    target: Option<String>,
     /// The connections' kinds, already read from their URLs (a fleet reads each target's
     /// once): used instead of reading them again.
     parsed: Option<Connections>,
@@ -79,6 +81,7 @@ impl Migrator {
             preloaded: None,
             schema: None,
             shared_schemas: Vec::new(),
+            target: None,
             parsed: None,
         }
     }
@@ -177,6 +180,7 @@ impl Migrator {
     /// then the shared ones.
     pub(crate) fn for_target(
         &self,
+        target: &str,
         config: Config,
         events: EventSink,
         search_path: Option<Vec<String>>,
@@ -186,6 +190,7 @@ impl Migrator {
         Migrator {
             config,
             events,
+            target: Some(target.to_string()),
             schema: search_path.next(),
             shared_schemas: search_path.collect(),
             parsed: Some(connections),
@@ -210,12 +215,13 @@ impl Migrator {
         downs: DownSteps,
         connections: &Connections,
     ) -> Result<Arc<Vec<Migration>>> {
-        match &self.preloaded {
+        let loaded = match &self.preloaded {
             Some((loaded, migrations)) if *loaded == DownSteps::Read || *loaded == downs => {
-                Ok(Arc::clone(migrations))
+                Arc::clone(migrations)
             }
-            _ => self.load_steps(downs, connections).map(Arc::new),
-        }
+            _ => Arc::new(self.load_steps(downs, connections)?),
+        };
+        self.fill_placeholders(loaded, connections)
     }
 
     fn plan_options(&self) -> PlanOptions {
@@ -313,11 +319,12 @@ impl Migrator {
     }
 
     /// Loads and validates the migrations once, for a fleet's targets of this migrator's kind
-    /// of database (see [`Migrator::with_preloaded`]).
+    /// of database (see [`Migrator::with_preloaded`]), their placeholders left for each
+    /// target to fill with its own values.
     pub(crate) fn preload(&self, downs: DownSteps) -> Result<Arc<Vec<Migration>>> {
         let connections = self.connections();
         self.checked(&connections)?;
-        self.migrations(downs, &connections)
+        self.load_steps(downs, &connections).map(Arc::new)
     }
 
     /// Gives the history connection back when a command is done with it: `reusable` when the
@@ -386,7 +393,8 @@ impl Migrator {
                 let loading = async {
                     let kinds = connections.clone();
                     let loaded = tokio::task::spawn_blocking(move || {
-                        loader.load_steps(downs, &kinds).map(Arc::new)
+                        let loaded = Arc::new(loader.load_steps(downs, &kinds)?);
+                        loader.fill_placeholders(loaded, &kinds)
                     });
                     let loaded = self.unless_stopped(async {
                         loaded.await.unwrap_or_else(|panicked| {
@@ -462,6 +470,7 @@ mod commands;
 mod inspect;
 mod lint;
 mod load;
+mod placeholders;
 mod preview;
 mod session;
 mod step;

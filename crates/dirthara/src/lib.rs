@@ -19,7 +19,8 @@
 //!     (`engine/session.rs`: connect, lock, the one apply loop, release) whose steps run in
 //!     `engine/step.rs`, giving way to the application's table locks in
 //!     `engine/attempts.rs`; `engine/preview.rs` and `engine/inspect.rs` only look;
-//!     `engine/load.rs` loads the files.
+//!     `engine/load.rs` loads the files, and `engine/placeholders.rs` fills in their
+//!     placeholders, per command and per fleet target, before the lock.
 //!   - `backend`: one module per database behind one narrow `Backend` trait (read and
 //!     prepare the history, run a step with or without its record, record, drop, the lock
 //!     primitives). The SQL backends share `backend/sql.rs` over a small driver trait
@@ -100,8 +101,9 @@ pub mod config {
 pub mod cli_support {
     pub use dirthara_core::blocking::human_bytes;
     pub use dirthara_core::config::{
-        check_jobs, is_setting_variable, read_config_file, unknown_variables, FileForm, Origin,
-        Setting, SettingRow, UnknownVariable, MAX_CONFIG_FILE_BYTES, SETTINGS, WAIT_TIMEOUT,
+        check_jobs, check_placeholder_name, is_setting_variable, read_config_file,
+        unknown_variables, FileForm, Origin, Setting, SettingRow, UnknownVariable,
+        MAX_CONFIG_FILE_BYTES, SETTINGS, WAIT_TIMEOUT,
     };
 }
 

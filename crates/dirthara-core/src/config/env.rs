@@ -14,6 +14,8 @@ use crate::migration::DEFAULT_CONNECTION;
 const CONNECTION_PREFIX: &str = "DIRTHARA_CONNECTION_";
 /// Sets the `init_sql` of the connection named by the rest of the variable's name, lower-cased.
 const INIT_SQL_PREFIX: &str = "DIRTHARA_INIT_SQL_";
+/// Sets the placeholder named by the rest of the variable's name, lower-cased.
+const PLACEHOLDER_PREFIX: &str = "DIRTHARA_PLACEHOLDER_";
 /// The list of directories, comma-separated.
 const DIRECTORIES: &str = "DIRTHARA_DIRECTORIES";
 
@@ -81,6 +83,10 @@ impl Config {
                 self.connections.insert(name.to_ascii_lowercase(), value);
             } else if let Some(name) = key.strip_prefix(INIT_SQL_PREFIX) {
                 self.init_sql.insert(name.to_ascii_lowercase(), value);
+            } else if let Some(name) = key.strip_prefix(PLACEHOLDER_PREFIX) {
+                super::check_placeholder_name(name)
+                    .map_err(|e| crate::error::Error::config(format!("{key}: {e}")))?;
+                self.placeholders.insert(name.to_ascii_lowercase(), value);
             }
         }
         Ok(())
@@ -106,7 +112,11 @@ pub fn unknown_variables<'a>(
     vars.into_iter()
         .map(|(name, _)| name)
         .filter(|name| name.starts_with("DIRTHARA_") && !known().any(|k| k == *name))
-        .filter(|name| !name.starts_with(CONNECTION_PREFIX) && !name.starts_with(INIT_SQL_PREFIX))
+        .filter(|name| {
+            ![CONNECTION_PREFIX, INIT_SQL_PREFIX, PLACEHOLDER_PREFIX]
+                .iter()
+                .any(|prefix| name.starts_with(prefix))
+        })
         .map(|name| UnknownVariable {
             name: name.clone(),
             nearest: nearest(name, known()),

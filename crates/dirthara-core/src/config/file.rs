@@ -20,7 +20,13 @@ enum DirectoryEntry {
 
 /// The keys of `dirthara.toml` that are not [`SETTINGS`] rows: lists and tables with a syntax
 /// of their own.
-const TABLE_KEYS: [&str; 4] = ["directories", "connections", "init_sql", "fleet"];
+const TABLE_KEYS: [&str; 5] = [
+    "directories",
+    "connections",
+    "init_sql",
+    "fleet",
+    "placeholders",
+];
 
 /// `[fleet]`: one source of targets at most, and how to run them.
 #[derive(Debug, Default, Deserialize)]
@@ -173,6 +179,27 @@ impl Config {
                 "init_sql" => self
                     .init_sql
                     .extend(typed::<BTreeMap<String, String>>(value, origin, &key)?),
+                "placeholders" => {
+                    let values = typed::<BTreeMap<String, toml::Value>>(value, origin, &key)?;
+                    for (name, value) in values {
+                        // A number or a boolean is written as TOML writes it: `${port}` is 5432.
+                        let text = match value {
+                            toml::Value::String(text) => text,
+                            toml::Value::Integer(number) => number.to_string(),
+                            toml::Value::Float(number) => number.to_string(),
+                            toml::Value::Boolean(flag) => flag.to_string(),
+                            _ => {
+                                return Err(Error::config(format!(
+                                    "{origin}: [placeholders] `{name}` must be a string, a number \
+                                     or a boolean"
+                                )))
+                            }
+                        };
+                        super::check_placeholder_name(&name)
+                            .map_err(|e| Error::config(format!("{origin}: [placeholders] {e}")))?;
+                        self.placeholders.insert(name.to_ascii_lowercase(), text);
+                    }
+                }
                 "fleet" => typed::<FleetFile>(value, origin, &key)?.merge_into(
                     &mut self.fleet,
                     origin,

@@ -311,6 +311,17 @@ impl Error {
             ErrorKind::InvalidMigration { problems } => {
                 dirthara_source::write_problems(f, problems)
             }
+            ErrorKind::PlaceholderUnset { problems } => {
+                write!(
+                    f,
+                    "{} placeholder(s) have no value; nothing was run:",
+                    problems.len()
+                )?;
+                for problem in problems {
+                    write!(f, "\n  {}: {}", problem.file.display(), problem.reason)?;
+                }
+                Ok(())
+            }
             ErrorKind::Config { message } => f.write_str(message),
             ErrorKind::NotDirty { version, name } => write!(
                 f,

@@ -227,6 +227,7 @@ pub(crate) fn step_header(
                 connection: commands.connection,
                 table_lock_timeout: None,
                 allow_blocking: None,
+                placeholders: None,
             })
         }
     }

@@ -58,3 +58,31 @@ pub fn line_column(text: &str, char_index: usize) -> (usize, usize) {
     }
     (line, column)
 }
+
+/// The byte ranges of `sql` that are code to `dialect`: its tokens, quoted identifiers and
+/// MySQL `/*! */` code included, but no string literal, dollar-quoted body or comment, nor
+/// the whitespace between tokens. Placeholders are looked for there (see
+/// [`crate::placeholders`]).
+///
+/// ```
+/// use dirthara_source::sql::{code_spans, SqlDialect};
+/// let sql = "SELECT 'a' -- b\n, \"c\"";
+/// let code: Vec<_> = code_spans(sql, SqlDialect::Postgres).into_iter().map(|r| &sql[r]).collect();
+/// assert_eq!(code, ["SELECT", ",", "\"c\""]);
+/// ```
+pub fn code_spans(sql: &str, dialect: SqlDialect) -> Vec<std::ops::Range<usize>> {
+    let mut lx = Lexer::new(sql, dialect);
+    let mut spans = Vec::new();
+    while let Some(token) = lx.next_token() {
+        let text = lx.text(token);
+        let literal = token.kind == lexer::Kind::Opaque
+            && (text.starts_with('\'')
+                || text.starts_with('$')
+                || (text.len() > 1 && text.starts_with(['E', 'e']) && text[1..].starts_with('\''))
+                || (dialect == SqlDialect::MySql && text.starts_with('"')));
+        if !literal {
+            spans.push(token.start..token.end);
+        }
+    }
+    spans
+}

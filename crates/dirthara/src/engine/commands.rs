@@ -34,7 +34,7 @@ impl Migrator {
             tracing::info_span!(target: "dirthara", "dirthara.command", operation),
         );
         let result = result.await;
-        session.finish(result).await
+        (session.finish(result).await).map_err(|error| self.masked_error(error))
     }
 
     /// A report of `operation`, under the lock `session` holds.

@@ -129,7 +129,7 @@ impl Migrator {
                     &s.migration.name,
                     s.direction,
                     &s.migration.connection,
-                    s.text(),
+                    self.masked(s.text()),
                 );
                 step.transactional = s.migration.transactional_in(s.direction);
                 step.own_transaction =

@@ -164,6 +164,7 @@ fn preload(
             continue;
         }
         let migrator = base.for_target(
+            &target.name,
             target_config(base.config(), target),
             base.events().clone(),
             None,
@@ -278,10 +279,11 @@ impl Schedule<'_> {
         let history = self.base.config().history_connection.as_str();
         let kind = connections.kind(history).map(BackendKind::name);
         let search_path = (target.schema.as_deref()).map(|schema| self.search_path.schemas(schema));
-        let migrator = (self
-            .base
-            .for_target(config, events, search_path, connections))
-        .with_shared_connector(Arc::clone(&self.reuse));
+        let migrator =
+            (self
+                .base
+                .for_target(&target.name, config, events, search_path, connections))
+            .with_shared_connector(Arc::clone(&self.reuse));
         match kind.ok().and_then(|kind| self.loaded.get(kind)) {
             Some((downs, migrations)) => migrator.with_preloaded(*downs, Arc::clone(migrations)),
             None => migrator,
