@@ -347,19 +347,13 @@ impl Error {
         }
     }
 
-    /// The error with `map` applied to every text the database gave it (a failed step's
-    /// message, detail, hint and context): how a secret placeholder's value is masked.
+    /// The error with `map` applied to every text the database gave it (see
+    /// [`DatabaseError::map_text`]): how a secret placeholder's value is masked.
     pub fn map_database_text(mut self, map: impl Fn(&str) -> String) -> Self {
         if let ErrorKind::MigrationFailed { error, .. }
         | ErrorKind::TableLockTimeout { error, .. } = &mut *self.kind
         {
-            error.message = map(&error.message);
-            for text in [&mut error.detail, &mut error.hint, &mut error.context]
-                .into_iter()
-                .flatten()
-            {
-                *text = map(text);
-            }
+            error.map_text(map);
         }
         self
     }
@@ -473,31 +467,6 @@ impl Error {
             connection: connection.to_string(),
             message: message.to_string(),
         })
-    }
-}
-
-impl std::error::Error for Error {
-    /// For `MIGRATION_FAILED`, what the database said, structured; for the others, the
-    /// driver's (or the system's) own error where there was one. Its text is also part of
-    /// the message, which is what the CLI prints.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &*self.kind {
-            ErrorKind::MigrationFailed { error, .. }
-            | ErrorKind::TableLockTimeout { error, .. } => Some(error),
-            _ => {
-                let cause = self.rest.cause.as_ref()?;
-                Some(&*cause.0 as &(dyn std::error::Error + 'static))
-            }
-        }
-    }
-}
-
-impl From<SourceError> for Error {
-    fn from(error: SourceError) -> Self {
-        match error {
-            SourceError::Invalid(problems) => Error::new(ErrorKind::InvalidMigration { problems }),
-            SourceError::Directory { message, .. } => Error::config(message),
-        }
     }
 }
 

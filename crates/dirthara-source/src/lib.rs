@@ -67,6 +67,11 @@ pub fn write_problems(f: &mut impl fmt::Write, problems: &[Problem]) -> fmt::Res
         "{} problems in the migration files (nothing was run):",
         problems.len()
     )?;
+    write_problem_lines(f, problems)
+}
+
+/// Each problem on a line of its own, `file: reason`, indented under a heading.
+pub fn write_problem_lines(f: &mut impl fmt::Write, problems: &[Problem]) -> fmt::Result {
     for p in problems {
         write!(f, "\n  {}: {}", p.file.display(), p.reason)?;
     }

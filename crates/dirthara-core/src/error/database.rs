@@ -93,6 +93,17 @@ impl PartialEq for DatabaseError {
 impl Eq for DatabaseError {}
 
 impl DatabaseError {
+    /// Applies `map` to every text the database gave: the message, detail, hint and context.
+    pub fn map_text(&mut self, map: impl Fn(&str) -> String) {
+        self.message = map(&self.message);
+        for text in [&mut self.detail, &mut self.hint, &mut self.context]
+            .into_iter()
+            .flatten()
+        {
+            *text = map(text);
+        }
+    }
+
     /// What the history keeps of this error in a `running` record: the first line of the
     /// message (cut short: the record stays small, and the failing run printed it whole),
     /// its code and number, and the file's line.

@@ -317,10 +317,7 @@ impl Error {
                     "{} placeholder(s) have no value; nothing was run:",
                     problems.len()
                 )?;
-                for problem in problems {
-                    write!(f, "\n  {}: {}", problem.file.display(), problem.reason)?;
-                }
-                Ok(())
+                dirthara_source::write_problem_lines(f, problems)
             }
             ErrorKind::Config { message } => f.write_str(message),
             ErrorKind::NotDirty { version, name } => write!(
@@ -387,6 +384,33 @@ impl Error {
                  needs: {grant}"
             ),
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    /// For `MIGRATION_FAILED`, what the database said, structured; for the others, the
+    /// driver's (or the system's) own error where there was one. Its text is also part of
+    /// the message, which is what the CLI prints.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &*self.kind {
+            ErrorKind::MigrationFailed { error, .. }
+            | ErrorKind::TableLockTimeout { error, .. } => Some(error),
+            _ => {
+                let cause = self.rest.cause.as_ref()?;
+                Some(&*cause.0 as &(dyn std::error::Error + 'static))
+            }
+        }
+    }
+}
+
+impl From<dirthara_source::SourceError> for Error {
+    fn from(error: SourceError) -> Self {
+        match error {
+            dirthara_source::SourceError::Invalid(problems) => {
+                Error::new(ErrorKind::InvalidMigration { problems })
+            }
+            dirthara_source::SourceError::Directory { message, .. } => Error::config(message),
         }
     }
 }
