@@ -16,16 +16,18 @@ use crate::render::Renderer;
 use crate::scaffold::create_migration;
 use crate::settings::{build_config, new_migration_dir};
 use crate::summary::Facts;
+use crate::telemetry::Export;
 use dirthara_source::scaffold::Template;
 
 /// Runs the command; what `--summary-file` says of it besides its error goes to `facts`.
 pub(crate) async fn execute(
     cli: Cli,
     renderer: Renderer,
+    export: &Export,
     facts: &mut Facts,
 ) -> Result<(), Failure> {
     let signal = Arc::new(AtomicU8::new(0));
-    let result = run(cli, renderer, signal.clone(), facts).await;
+    let result = run(cli, renderer, export, signal.clone(), facts).await;
     result.map_err(|error| Failure {
         error,
         signal: match signal.load(Ordering::SeqCst) {
@@ -39,6 +41,7 @@ pub(crate) async fn execute(
 async fn run(
     cli: Cli,
     renderer: Renderer,
+    export: &Export,
     signal: Arc<AtomicU8>,
     facts: &mut Facts,
 ) -> Result<(), CliError> {
@@ -78,7 +81,7 @@ async fn run(
     let config = build_config(&cli.global, &renderer)?;
     let shutdown = watch_signals(signal);
     let migrator = Migrator::new(config)
-        .with_events(renderer.events())
+        .with_events(export.events(renderer.events()))
         .with_shutdown(shutdown.clone());
     // Over the configured connections, never a fleet's targets: it judges files.
     if let Command::Lint(args) = &cli.command {

@@ -12,6 +12,7 @@ mod render;
 mod scaffold;
 mod settings;
 mod summary;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -40,10 +41,15 @@ fn main() -> ExitCode {
     let summary_file = cli.global.summary_file.clone();
     let command = summary::command_name(&cli.command);
     let mut facts = summary::Facts::default();
-    let outcome = runtime.block_on(commands::execute(cli, renderer, &mut facts));
+    let export = telemetry::Export::start(command, &renderer);
+    let outcome = runtime.block_on(commands::execute(cli, renderer, &export, &mut facts));
     if let Err(failure) = &outcome {
         renderer.error(&failure.error);
     }
+    export.finish(
+        outcome.as_ref().err().map(|failure| &failure.error),
+        &renderer,
+    );
     let code = exit::exit_code(&outcome);
     ExitCode::from(match summary_file {
         Some(path) => summary::write_summary(&path, command, &outcome, code, facts, &renderer),

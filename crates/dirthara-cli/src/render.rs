@@ -78,6 +78,13 @@ impl Renderer {
         stderr_line(&format!("{}: {unknown}", paint("warning", WARNING_STYLE)));
     }
 
+    /// `warning: OpenTelemetry ...`: an `OTEL_*` variable that could not be followed, or a
+    /// run's telemetry that could not be sent. On stderr in every format; the run goes on.
+    #[cfg(feature = "otel")]
+    pub(crate) fn telemetry_warning(&self, message: &str) {
+        stderr_line(&format!("{}: {message}", paint("warning", WARNING_STYLE)));
+    }
+
     fn json<T: Serialize>(&self, value: &T) {
         match serde_json::to_string_pretty(value) {
             Ok(text) => stdout_line(&text),

@@ -355,6 +355,12 @@ impl EventSink {
         }
     }
 
+    /// Passes on, as it is, an event another sink already stamped (a sink that records
+    /// events before forwarding them to this one).
+    pub fn pass_on(&self, event: &Event) {
+        (self.receive)(event)
+    }
+
     /// Stamps `kind` with the time and this sink's target, and passes it to the sink's
     /// function.
     pub fn emit(&self, kind: EventKind) {

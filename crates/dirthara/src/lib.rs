@@ -119,6 +119,8 @@ mod engine;
 pub mod fleet;
 mod rust_migration;
 mod source;
+#[cfg(feature = "otel")]
+mod telemetry;
 
 /// Compiles the migrations of a directory into the binary, validated at compile time.
 ///
@@ -173,6 +175,8 @@ pub use report::{
 };
 pub use rust_migration::{Connection, RustMigration, StepError};
 pub use source::DirectoryLayout;
+#[cfg(feature = "otel")]
+pub use telemetry::Telemetry;
 pub use vocabulary::{LockStrategy, Operation};
 
 /// The Rust examples of the README and the recipes page, compiled (and where they need no

@@ -63,14 +63,20 @@ const SETTINGS: [&str; 8] = [
 
 /// Removes from `cmd`'s environment every setting the developer's shell or CI may carry:
 /// `DATABASE_URL`, every `DIRTHARA_*` variable, the colour switches, `RUST_BACKTRACE`,
-/// `FAILPOINTS` and the job indexes of `--shard auto`.
+/// `FAILPOINTS`, the job indexes of `--shard auto`, and OpenTelemetry's `OTEL_*`,
+/// `TRACEPARENT` and `TRACESTATE` (a developer's collector would get every test's traces).
 /// A test that needs one sets it afterwards, so what it sets is all the child sees.
 pub(crate) fn scrub_env(cmd: &mut Command) -> &mut Command {
     for key in SETTINGS {
         cmd.env_remove(key);
     }
     for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("DIRTHARA_") {
+        let key_text = key.to_string_lossy();
+        if key_text.starts_with("DIRTHARA_")
+            || key_text.starts_with("OTEL_")
+            || key_text == "TRACEPARENT"
+            || key_text == "TRACESTATE"
+        {
             cmd.env_remove(&key);
         }
     }
