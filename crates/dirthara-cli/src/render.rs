@@ -71,18 +71,23 @@ fn warning_line(w: &dirthara::Warning) -> String {
     )
 }
 
+/// `warning: ...` on stderr, for what has no code of its own: said in every output format.
+fn uncoded_warning(message: impl std::fmt::Display) {
+    stderr_line(&format!("{}: {message}", paint("warning", WARNING_STYLE)));
+}
+
 impl Renderer {
     /// `warning: environment variable DIRTHARA_X is not a dirthara setting; ...`: said in every
     /// output format (it is stderr), and under `-q`, since it means a setting was not applied.
     pub(crate) fn unknown_setting(&self, unknown: &dirthara::cli_support::UnknownVariable) {
-        stderr_line(&format!("{}: {unknown}", paint("warning", WARNING_STYLE)));
+        uncoded_warning(unknown);
     }
 
     /// `warning: OpenTelemetry ...`: an `OTEL_*` variable that could not be followed, or a
     /// run's telemetry that could not be sent. On stderr in every format; the run goes on.
     #[cfg(feature = "otel")]
     pub(crate) fn telemetry_warning(&self, message: &str) {
-        stderr_line(&format!("{}: {message}", paint("warning", WARNING_STYLE)));
+        uncoded_warning(message);
     }
 
     fn json<T: Serialize>(&self, value: &T) {
