@@ -5,7 +5,9 @@
 //! placeholder set is refused before the lock, naming file, line and name, with nothing
 //! created; a changed value never makes an applied file "modified"; a secret's value is
 //! masked in `preview` and in a failed step's error; a fleet target fills in its own
-//! `${dirthara:schema}` and `${dirthara:target}`.
+//! `${dirthara:schema}` and `${dirthara:target}`. Other tools' forms, as those tools run
+//! them: goose's `-- +goose ENVSUB ON` regions take environment variables, and a directory
+//! declared Flyway's has `${name}` and `${flyway:…}` filled in by default.
 
 mod support;
 
@@ -19,16 +21,22 @@ use support::{dirthara, text, Migrations};
 crate::scenario_tests! {
     postgres => Database::Server(Server::Postgres) => [
         values_come_from_the_flag_the_file_and_the_environment,
+        goose_envsub_fills_its_regions_from_the_environment,
+        a_declared_flyway_directory_fills_placeholders_as_flyway_does,
         an_unset_placeholder_is_refused_before_anything_runs,
         a_secret_value_is_masked_in_preview_and_in_errors,
     ],
     mariadb => Database::Server(Server::Mysql) => [
         values_come_from_the_flag_the_file_and_the_environment,
+        goose_envsub_fills_its_regions_from_the_environment,
+        a_declared_flyway_directory_fills_placeholders_as_flyway_does,
         an_unset_placeholder_is_refused_before_anything_runs,
         a_secret_value_is_masked_in_preview_and_in_errors,
     ],
     sqlite => Database::Sqlite => [
         values_come_from_the_flag_the_file_and_the_environment,
+        goose_envsub_fills_its_regions_from_the_environment,
+        a_declared_flyway_directory_fills_placeholders_as_flyway_does,
         an_unset_placeholder_is_refused_before_anything_runs,
         a_secret_value_is_masked_in_preview_and_in_errors,
     ],
@@ -289,6 +297,193 @@ async fn a_secret_value_is_masked_in_preview_and_in_errors(database: Database) {
         !stderr.contains(secret) && !stdout.contains(secret),
         "{stdout}\n{stderr}"
     );
+}
+
+/// goose's `-- +goose ENVSUB ON` to `OFF`: environment variables, in literals too, with
+/// goose's defaults; an unset bare one and a `${VAR?message}` are refused before anything
+/// runs, with file and line.
+async fn goose_envsub_fills_its_regions_from_the_environment(database: Database) {
+    let Some(place) = Place::new(database).await else {
+        return;
+    };
+    let root = support::scratch_dir();
+    let dir = root.path().join("migrations");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("1_notes.sql"),
+        "-- +goose Up\n\
+         CREATE TABLE notes (k VARCHAR(40), v VARCHAR(200));\n\
+         -- +goose ENVSUB ON\n\
+         CREATE TABLE ${GOOSE_PREFIX}users (id INT);\n\
+         INSERT INTO notes VALUES ('braced', '${GOOSE_OWNER}'), ('bare', '$GOOSE_OWNER'),\n\
+         ('default', '${GOOSE_MISSING:-fallback}'), ('empty', '${GOOSE_MISSING-}');\n\
+         -- +goose ENVSUB OFF\n\
+         INSERT INTO notes VALUES ('off', '${GOOSE_OWNER}');\n\
+         -- +goose Down\n\
+         DROP TABLE notes;\n",
+    )
+    .unwrap();
+    let env = [("GOOSE_PREFIX", "shop_"), ("GOOSE_OWNER", "alice")];
+    let migrate = run(&place, root.path(), &["migrate"])
+        .envs(env)
+        .output()
+        .unwrap();
+    ok(&migrate);
+    assert!(tables(&place).await.contains(&"shop_users".to_string()));
+    assert_eq!(
+        notes(&place).await,
+        [
+            "bare=alice",
+            "braced=alice",
+            "default=fallback",
+            "empty=",
+            "off=${GOOSE_OWNER}"
+        ]
+    );
+
+    std::fs::write(
+        dir.join("2_required.sql"),
+        "-- +goose Up\n\
+         -- +goose ENVSUB ON\n\
+         CREATE TABLE ${GOOSE_UNSET}x (id INT);\n\
+         CREATE TABLE y_${GOOSE_TENANT?set GOOSE_TENANT to the tenant's id} (id INT);\n",
+    )
+    .unwrap();
+    let before = tables(&place).await;
+    let refused = run(&place, root.path(), &["migrate"])
+        .envs(env)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
+    for needle in [
+        "Error [PLACEHOLDER_UNSET]",
+        "2_required.sql: line 3: `${GOOSE_UNSET}` has no value (goose `ENVSUB ON`): the \
+         environment variable GOOSE_UNSET is unset; export it, or write `${GOOSE_UNSET:-}`",
+        "line 4: `${GOOSE_TENANT?set GOOSE_TENANT to the tenant's id}` has no value (goose \
+         `ENVSUB ON`): set GOOSE_TENANT to the tenant's id",
+    ] {
+        assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
+    }
+    assert_eq!(tables(&place).await, before, "something ran");
+}
+
+/// A directory declared Flyway's: `${name}` replaced by default, anywhere (from dirthara's
+/// values or Flyway's `FLYWAY_PLACEHOLDERS_*`), with Flyway's built-ins; one without a value
+/// is refused in code and left as written in a string literal.
+async fn a_declared_flyway_directory_fills_placeholders_as_flyway_does(database: Database) {
+    let Some(place) = Place::new(database).await else {
+        return;
+    };
+    let root = support::scratch_dir();
+    let dir = root.path().join("migrations");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        root.path().join("dirthara.toml"),
+        "directories = [{ path = \"migrations\", format = \"flyway\" }]\n\
+         [placeholders]\nowner = \"file_owner\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("V1__notes.sql"),
+        "CREATE TABLE notes (k VARCHAR(40), v VARCHAR(200));\n\
+         CREATE TABLE ${prefix}_items (id INT); -- ${in_a_comment}\n\
+         INSERT INTO notes VALUES ('owner', '${owner}'), ('file', '${flyway:filename}'),\n\
+         ('table', '${flyway:table}'), ('schema', '${flyway:defaultSchema}'),\n\
+         ('kept', '${not_a_placeholder}');\n",
+    )
+    .unwrap();
+    let flyway = |args: &[&str]| {
+        let mut cmd = support::dirthara_command();
+        cmd.current_dir(root.path()).arg("-d").arg(place.url());
+        if place.db().is_none() {
+            cmd.arg("--no-lock");
+        }
+        cmd.args(args).env("FLYWAY_PLACEHOLDERS_PREFIX", "shop");
+        cmd
+    };
+    ok(&flyway(&["migrate"]).output().unwrap());
+    assert!(tables(&place).await.contains(&"shop_items".to_string()));
+    let schema = match &place {
+        Place::Server(db) if db.server == Server::Mysql => db.name.clone(),
+        Place::Server(_) => "public".to_string(),
+        Place::Sqlite(_) => "main".to_string(),
+    };
+    assert_eq!(
+        notes(&place).await,
+        [
+            "file=V1__notes.sql".to_string(),
+            "kept=${not_a_placeholder}".into(),
+            "owner=file_owner".into(),
+            format!("schema={schema}"),
+            "table=dirthara_migrations".into(),
+        ]
+    );
+
+    std::fs::write(
+        dir.join("V2__unset.sql"),
+        "CREATE TABLE t_${nowhere} (id INT);\n",
+    )
+    .unwrap();
+    let refused = flyway(&["migrate"]).output().unwrap();
+    let (stdout, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
+    for needle in [
+        "Error [PLACEHOLDER_UNSET]",
+        "V2__unset.sql: line 1: `${nowhere}` has no value; set it with `--placeholder \
+         nowhere=VALUE`",
+        "(or Flyway's FLYWAY_PLACEHOLDERS_NOWHERE)",
+    ] {
+        assert!(stderr.contains(needle), "`{needle}` not in {stderr}");
+    }
+}
+
+/// PostgreSQL: in an `ENVSUB ON` region a PL/pgSQL body's `$$` and `$tag$` stay delimiters
+/// (goose would read `$tag` as a variable), and the variables inside the body are filled.
+#[tokio::test]
+async fn goose_envsub_keeps_dollar_quote_tags() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let dir = support::scratch_dir();
+    std::fs::write(
+        dir.path().join("1_fn.sql"),
+        "-- +goose Up\n-- +goose ENVSUB ON\n-- +goose StatementBegin\n\
+         CREATE FUNCTION who() RETURNS text LANGUAGE plpgsql AS $body$\n\
+         BEGIN RETURN '${GOOSE_OWNER}' || $$/$$; END;\n$body$;\n\
+         -- +goose StatementEnd\n",
+    )
+    .unwrap();
+    let out = dirthara(&db.url, dir.path(), &["migrate"])
+        .env("GOOSE_OWNER", "alice")
+        .output()
+        .unwrap();
+    ok(&out);
+    assert_eq!(db.strings("SELECT who()").await, ["alice/"]);
+}
+
+/// A `V<n>__` directory that is not declared Flyway's may be refinery's, which replaces
+/// nothing: its `${…}` stay as written.
+#[tokio::test]
+async fn an_undeclared_versioned_directory_keeps_its_placeholders() {
+    let root = support::scratch_dir();
+    std::fs::write(
+        root.path().join("V1__notes.sql"),
+        "CREATE TABLE notes (k TEXT, v TEXT);\nINSERT INTO notes VALUES ('kept', '${owner}');\n",
+    )
+    .unwrap();
+    let url = format!("sqlite:{}", root.path().join("db.sqlite").display());
+    let out = dirthara(
+        &url,
+        root.path(),
+        &["--no-lock", "--placeholder", "owner=x", "migrate"],
+    )
+    .output()
+    .unwrap();
+    ok(&out);
+    let db = root.path().join("db.sqlite");
+    let rows = sqlite_strings(&db, "SELECT k || '=' || v FROM notes").await;
+    assert_eq!(rows, ["kept=${owner}"]);
 }
 
 /// PostgreSQL: a dollar-quoted body keeps `${…}` unless the step says `everywhere`.

@@ -86,8 +86,22 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
             (None, None) => String::new(),
             (up, down) => format!(".with_allow_blocking({up:?}, {down:?})"),
         };
+        // goose's `ENVSUB ON` regions: substituted from the environment at run time.
+        let down_envsub = m.down.as_ref().map(|d| &d.source.envsub[..]).unwrap_or(&[]);
+        let envsub = match (&m.up_source.envsub[..], down_envsub) {
+            ([], []) => String::new(),
+            (up, down) => {
+                let pairs = |r: &[std::ops::Range<usize>]| {
+                    r.iter()
+                        .map(|r| format!("({}, {})", r.start, r.end))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                format!(".with_envsub(&[{}], &[{}])", pairs(up), pairs(down))
+            }
+        };
         code.push_str(&format!(
-            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout}{timeouts}{allow},\n",
+            "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout}{timeouts}{allow}{envsub},\n",
             m.version,
             m.name,
             m.up(),

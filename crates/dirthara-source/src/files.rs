@@ -61,6 +61,8 @@ pub(crate) struct Part {
     /// Where its text starts in the file, and the file lines its text leaves out (a section
     /// of a dbmate or goose file); `(1, [])` for a whole file.
     pub lines: (usize, Vec<usize>),
+    /// The byte ranges of its text under goose's `-- +goose ENVSUB ON`.
+    pub envsub: Vec<std::ops::Range<usize>>,
 }
 
 /// What one loading run found wrong, and what it skipped.

@@ -74,6 +74,10 @@ pub struct StepSource {
     pub first_line: usize,
     /// Lines of the file, inside the step, that its text leaves out; ascending.
     pub dropped_lines: Vec<usize>,
+    /// The byte ranges of the step's text that goose's `-- +goose ENVSUB ON` covers, where
+    /// environment variables are substituted when the step runs
+    /// ([`crate::placeholders::envsub`]); ascending, disjoint.
+    pub envsub: Vec<std::ops::Range<usize>>,
 }
 
 impl StepSource {
@@ -83,6 +87,7 @@ impl StepSource {
             file: file.into(),
             first_line: 1,
             dropped_lines: Vec::new(),
+            envsub: Vec::new(),
         }
     }
 
@@ -325,6 +330,18 @@ impl Migration {
         self
     }
 
+    /// Where goose's `ENVSUB ON` covers each step's text (what `embed_migrations!` found at
+    /// compile time): byte ranges, as [`StepSource::envsub`].
+    #[doc(hidden)]
+    pub fn with_envsub(mut self, up: &[(usize, usize)], down: &[(usize, usize)]) -> Self {
+        let ranges = |r: &[(usize, usize)]| r.iter().map(|&(s, e)| s..e).collect();
+        self.up_source.envsub = ranges(up);
+        if let Some(step) = &mut self.down {
+            step.source.envsub = ranges(down);
+        }
+        self
+    }
+
     /// The forward step (SQL text, or JSON commands).
     pub fn up(&self) -> &str {
         &self.up
@@ -379,6 +396,16 @@ impl Migration {
         match (direction, &self.down) {
             (Direction::Down, Some(down)) if !down.source.file.is_empty() => &down.source,
             _ => &self.up_source,
+        }
+    }
+
+    /// The byte ranges of the `direction` step's text under goose's `ENVSUB ON`
+    /// ([`StepSource::envsub`]): the step's own, even where its source is not known.
+    pub fn envsub_in(&self, direction: Direction) -> &[std::ops::Range<usize>] {
+        match (direction, &self.down) {
+            (Direction::Down, Some(down)) => &down.source.envsub,
+            (Direction::Down, None) => &[],
+            (Direction::Up, _) => &self.up_source.envsub,
         }
     }
 
@@ -461,6 +488,7 @@ mod tests {
             file: "g.sql".into(),
             first_line: 3,
             dropped_lines: vec![5, 8],
+            envsub: Vec::new(),
         };
         assert_eq!(
             (1..=5).map(|l| goose.file_line(l)).collect::<Vec<_>>(),

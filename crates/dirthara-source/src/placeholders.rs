@@ -9,13 +9,16 @@
 //!
 //! Names are letters, digits, `_`, `.` and `-`, starting with a letter or `_`, matched
 //! without regard to ASCII case (as Flyway does); `dirthara:` names are the runner's
-//! built-ins. A `${…}` holding anything else is not a placeholder and stays as written.
+//! built-ins, and `flyway:` ones Flyway's. A `${…}` holding anything else is not a
+//! placeholder and stays as written.
 //!
 //! Pure: which values exist is the runner's business ([`replace`] asks for each).
 
 use std::ops::Range;
 
 use crate::sql::{code_spans, SqlDialect};
+
+pub mod envsub;
 
 /// Where a step that opted in has its placeholders replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,11 +132,14 @@ pub fn replace<'u>(
     }
 }
 
-/// A placeholder's name: `[A-Za-z_][A-Za-z0-9_.-]*`, or a built-in `dirthara:` one.
+/// A placeholder's name: `[A-Za-z_][A-Za-z0-9_.-]*`, or a built-in `dirthara:` (or Flyway's
+/// `flyway:`) one.
 pub fn is_name(name: &str) -> bool {
-    let prefix = BUILT_IN_PREFIX.len();
-    let built_in = (name.get(..prefix)).is_some_and(|p| p.eq_ignore_ascii_case(BUILT_IN_PREFIX));
-    let bare = if built_in { &name[prefix..] } else { name };
+    let prefix = [BUILT_IN_PREFIX, "flyway:"].into_iter().find_map(|prefix| {
+        let found = name.get(..prefix.len())?.eq_ignore_ascii_case(prefix);
+        found.then_some(prefix.len())
+    });
+    let bare = &name[prefix.unwrap_or(0)..];
     let mut chars = bare.chars();
     chars
         .next()
@@ -205,8 +211,12 @@ mod tests {
             assert!(found.is_empty(), "{text}: {found:?}");
         }
         assert_eq!(
-            names("${a-b.c_9}", Postgres, Scope::Everywhere),
-            ["a-b.c_9"]
+            names(
+                "${a-b.c_9} ${Flyway:defaultSchema}",
+                Postgres,
+                Scope::Everywhere
+            ),
+            ["a-b.c_9", "flyway:defaultschema"]
         );
     }
 

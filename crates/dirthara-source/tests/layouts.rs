@@ -105,6 +105,31 @@ fn native_transaction_switches_turn_the_transaction_off() {
 }
 
 #[test]
+fn goose_envsub_regions_are_kept_per_section_and_the_annotations_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = "-- +goose ENVSUB ON\n-- +goose Up\nCREATE TABLE ${P}a (x int);\n\
+                -- +goose envsub off\nCREATE TABLE ${P}b (x int);\n-- +goose Down\n\
+                -- +goose ENVSUB ON\nDROP TABLE ${P}a;\n";
+    write(dir.path(), "1_a.sql", file);
+    let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+    let m = &loaded[0];
+    assert_eq!(
+        m.up(),
+        "CREATE TABLE ${P}a (x int);\nCREATE TABLE ${P}b (x int);\n"
+    );
+    let up = &m.source_of(Direction::Up).envsub;
+    assert_eq!(
+        up.iter().map(|r| &m.up()[r.clone()]).collect::<Vec<_>>(),
+        ["CREATE TABLE ${P}a (x int);\n"]
+    );
+    let down = m.down.as_ref().unwrap();
+    assert_eq!(down.text, "DROP TABLE ${P}a;\n");
+    assert_eq!(down.source.envsub, vec![0..down.text.len()]);
+    // The file's lines: the up text's line 2 is the file's line 5 (the OFF line is left out).
+    assert_eq!(m.source_of(Direction::Up).file_line(2), 5);
+}
+
+#[test]
 fn diesel_versions_drop_their_dashes_and_the_initial_setup_is_version_0() {
     let dir = tempfile::tempdir().unwrap();
     write(
@@ -215,8 +240,8 @@ fn flyway_repeatables_dotted_versions_and_bad_sections_are_refused() {
         ),
         (
             "1_a.sql",
-            "-- +goose envsub on\n-- +goose Up\nSELECT 1;",
-            "envsub on",
+            "-- +goose envsub maybe\n-- +goose Up\nSELECT 1;",
+            "`-- +goose envsub maybe`",
         ),
         ("bad-name_x/up.sql", "SELECT 1;", "Diesel migration folder"),
     ] {

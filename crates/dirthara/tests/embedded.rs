@@ -58,3 +58,27 @@ async fn an_embedded_migration_is_advised_in_its_directorys_layout() {
         "{error}"
     );
 }
+
+/// goose's `ENVSUB ON` regions travel with an embedded migration and are filled from the
+/// environment at run time, not at compile time: here the variable is unset and its default
+/// applies (without the regions, SQLite would be sent `${…}` and refuse it).
+#[tokio::test]
+async fn an_embedded_goose_envsub_region_is_filled_at_run_time() {
+    let migrations = dirthara::embed_migrations!("tests/embedded-goose");
+    assert_eq!(
+        migrations[0]
+            .source_of(dirthara::Direction::Up)
+            .envsub
+            .len(),
+        1
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_url(format!("sqlite:{}", dir.path().join("e.db").display()));
+    config.directories.clear();
+    config.locking = Locking::Off;
+    let migrator = Migrator::new(config).with_migrations(migrations);
+    assert_eq!(migrator.migrate().await.unwrap().applied.len(), 1);
+    // The down step drops the table the default named.
+    let scope = dirthara::RollbackScope::LastBatch;
+    assert_eq!(migrator.rollback(scope).await.unwrap().reverted.len(), 1);
+}

@@ -140,6 +140,7 @@ fn source_of(part: &Part) -> StepSource {
         file: part.path.display().to_string(),
         first_line: part.lines.0,
         dropped_lines: part.lines.1.clone(),
+        envsub: part.envsub.clone(),
     }
 }
 

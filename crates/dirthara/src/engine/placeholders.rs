@@ -4,6 +4,12 @@
 //! runs. A fleet loads its files once and fills them per target, so that a target's name,
 //! schema and database are its own.
 //!
+//! Three ways of asking for it, one per step, by what its file says:
+//! - `-- dirthara:placeholders [everywhere]` in the step's header (any layout);
+//! - goose's `-- +goose ENVSUB ON` regions: environment variables ([`foreign`]);
+//! - a directory declared Flyway's (`format = "flyway"`): `${name}` by default, as Flyway
+//!   does, with its `${flyway:…}` built-ins ([`foreign`]).
+//!
 //! The checksum stays the one of the text as written ([`Migration::set_step_text`]), and a
 //! secret's value (a name holding `password`, `secret`, `token` or `key`) is shown as `****`
 //! by `preview` and in a failed step's error.
@@ -11,11 +17,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use dirthara_source::placeholders::{self, Use, BUILT_IN_PREFIX};
+use dirthara_source::placeholders::{self, Scope, Use, BUILT_IN_PREFIX};
+use dirthara_source::sql::SqlDialect;
 
 use super::{Connections, Migrator};
 use crate::error::{Error, ErrorKind, Problem, Result};
-use crate::migration::{Direction, Migration, StepFormat};
+use crate::migration::{Direction, Migration, StepFormat, StepSource};
+use crate::Layout;
+
+mod foreign;
 
 /// What a secret's value is shown as.
 pub(crate) const MASK: &str = "****";
@@ -47,44 +57,14 @@ impl Migrator {
                 let Some(text) = migration.step(direction) else {
                     continue;
                 };
-                let Some(scope) = opted_in(text) else {
-                    continue;
-                };
-                let uses = placeholders::uses(text, dialect, scope);
-                if uses.is_empty() {
-                    continue;
-                }
-                let value = |one: &Use| self.placeholder_value(&one.name, migration, direction);
-                match placeholders::replace(text, &uses, value) {
-                    Ok(text) => {
+                match self.fill_step(migration, direction, text, dialect) {
+                    Filled::Unchanged => {}
+                    Filled::Text(text) => {
                         let all = filled.get_or_insert_with(|| migrations.to_vec());
                         all[index].set_step_text(direction, text);
                         changed.push(index);
                     }
-                    Err(unset) => {
-                        let source = migration.source_of(direction);
-                        // One problem per name and file, with every line it is on.
-                        let mut names: Vec<(&str, Vec<usize>)> = Vec::new();
-                        for one in unset {
-                            let line = source.file_line(one.line);
-                            match names.iter_mut().find(|(name, _)| *name == one.name) {
-                                Some((_, lines)) if lines.last() != Some(&line) => lines.push(line),
-                                Some(_) => {}
-                                None => names.push((&one.name, vec![line])),
-                            }
-                        }
-                        missing.extend(names.into_iter().map(|(name, lines)| {
-                            let at = lines.iter().map(usize::to_string).collect::<Vec<_>>();
-                            let at = match at.len() {
-                                1 => format!("line {}", at[0]),
-                                _ => format!("lines {}", at.join(", ")),
-                            };
-                            Problem::new(
-                                PathBuf::from(&source.file),
-                                format!("{at}: `${{{name}}}` has no value{}", self.why_unset(name)),
-                            )
-                        }));
-                    }
+                    Filled::Unset(problems) => missing.extend(problems),
                 }
             }
         }
@@ -109,6 +89,46 @@ impl Migrator {
             return Err(Error::new(ErrorKind::InvalidMigration { problems }));
         }
         Ok(Arc::new(filled))
+    }
+
+    /// A step's text with its placeholders filled in, in the way its file asks for.
+    fn fill_step(
+        &self,
+        migration: &Migration,
+        direction: Direction,
+        text: &str,
+        dialect: SqlDialect,
+    ) -> Filled {
+        if let Some(scope) = opted_in(text) {
+            return self.fill_directive(migration, direction, text, dialect, scope);
+        }
+        let envsub = migration.envsub_in(direction);
+        if !envsub.is_empty() {
+            return foreign::fill_goose(migration.source_of(direction), envsub, text);
+        }
+        let flyway = (migration.layout).is_some_and(|l| l.layout == Layout::Flyway && l.declared);
+        if flyway {
+            return self.fill_flyway(migration, direction, text, dialect);
+        }
+        Filled::Unchanged
+    }
+
+    /// `-- dirthara:placeholders [everywhere]`: every `${name}` of `scope` must have a value.
+    fn fill_directive(
+        &self,
+        migration: &Migration,
+        direction: Direction,
+        text: &str,
+        dialect: SqlDialect,
+        scope: Scope,
+    ) -> Filled {
+        let uses = placeholders::uses(text, dialect, scope);
+        if uses.is_empty() {
+            return Filled::Unchanged;
+        }
+        let value = |one: &Use| self.placeholder_value(&one.name, migration, direction);
+        let why = |name: &str| self.why_unset(name);
+        replace_uses(migration.source_of(direction), text, &uses, value, why)
     }
 
     /// The value of `${name}` in `migration`'s `direction` step, if it has one.
@@ -166,12 +186,18 @@ impl Migrator {
         }
     }
 
-    /// The values of placeholders whose names say they are secrets.
-    pub(crate) fn secret_values(&self) -> Vec<&str> {
-        (self.config.placeholders.iter())
+    /// The values of placeholders whose names say they are secrets: the configured ones, and
+    /// the environment variables that goose's `ENVSUB` and Flyway's `FLYWAY_PLACEHOLDERS_*`
+    /// may fill in (those of four characters or more: a shorter one would mask every
+    /// occurrence of a common word).
+    pub(crate) fn secret_values(&self) -> Vec<String> {
+        let configured = (self.config.placeholders.iter())
             .filter(|(name, value)| is_secret_name(name) && !value.is_empty())
-            .map(|(_, value)| value.as_str())
-            .collect()
+            .map(|(_, value)| value.clone());
+        let environment = std::env::vars()
+            .filter(|(name, value)| is_secret_name(&name.to_ascii_lowercase()) && value.len() >= 4)
+            .map(|(_, value)| value);
+        configured.chain(environment).collect()
     }
 
     /// `text` with every secret value shown as [`MASK`].
@@ -206,12 +232,74 @@ pub(crate) fn is_secret_name(name: &str) -> bool {
         .any(|word| name.contains(word))
 }
 
-fn mask(text: &str, secrets: &[&str]) -> String {
+fn mask(text: &str, secrets: &[String]) -> String {
     let mut out = text.to_string();
     for secret in secrets {
-        out = out.replace(secret, MASK);
+        out = out.replace(secret.as_str(), MASK);
     }
     out
+}
+
+/// What filling a step's placeholders came to.
+enum Filled {
+    /// Nothing to fill: the step runs as written.
+    Unchanged,
+    Text(String),
+    /// Values missing: one problem per name, with every line it is on.
+    Unset(Vec<Problem>),
+}
+
+/// A use without a value: as written, on the step's `line`, and why it has none.
+struct Unset {
+    shown: String,
+    line: usize,
+    why: String,
+}
+
+/// `uses` of a step's `text` replaced by `value`'s answers; each without one is a problem,
+/// told `why`.
+fn replace_uses(
+    source: &StepSource,
+    text: &str,
+    uses: &[Use],
+    value: impl FnMut(&Use) -> Option<String>,
+    why: impl Fn(&str) -> String,
+) -> Filled {
+    match placeholders::replace(text, uses, value) {
+        Ok(text) => Filled::Text(text),
+        Err(unset) => Filled::Unset(unset_problems(
+            source,
+            unset.into_iter().map(|one| Unset {
+                shown: format!("${{{}}}", one.name),
+                line: one.line,
+                why: why(&one.name),
+            }),
+        )),
+    }
+}
+
+/// One problem per name and file, with every line it is on.
+fn unset_problems(source: &StepSource, unset: impl Iterator<Item = Unset>) -> Vec<Problem> {
+    let mut names: Vec<(Unset, Vec<usize>)> = Vec::new();
+    for one in unset {
+        let line = source.file_line(one.line);
+        match names.iter_mut().find(|(first, _)| first.shown == one.shown) {
+            Some((_, lines)) if lines.last() != Some(&line) => lines.push(line),
+            Some(_) => {}
+            None => names.push((one, vec![line])),
+        }
+    }
+    (names.into_iter())
+        .map(|(one, lines)| {
+            let at = lines.iter().map(usize::to_string).collect::<Vec<_>>();
+            let at = match at.len() {
+                1 => format!("line {}", at[0]),
+                _ => format!("lines {}", at.join(", ")),
+            };
+            let reason = format!("{at}: `{}` has no value{}", one.shown, one.why);
+            Problem::new(PathBuf::from(&source.file), reason)
+        })
+        .collect()
 }
 
 /// The database a URL names: its path (a server's database, a SQLite file), without `/`.
@@ -256,7 +344,10 @@ mod tests {
     fn secrets_are_named_so_and_masked() {
         assert!(is_secret_name("db_password") && is_secret_name("api_key"));
         assert!(!is_secret_name("owner"));
-        assert_eq!(mask("x s3cr3t y s3cr3t", &["s3cr3t"]), "x **** y ****");
+        assert_eq!(
+            mask("x s3cr3t y s3cr3t", &["s3cr3t".to_string()]),
+            "x **** y ****"
+        );
     }
 
     #[test]
