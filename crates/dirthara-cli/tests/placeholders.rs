@@ -557,3 +557,74 @@ async fn a_fleet_target_fills_in_its_own_schema_and_name() {
         ["tenant_a/tenant_a", "tenant_b/tenant_b"]
     );
 }
+
+/// MongoDB: a JSON command file that says `"placeholders": true` has the `${name}` in its
+/// strings filled in (JSON-escaped: a value holding `"` stays one string), from the file, the
+/// environment and the flag; one that does not say so keeps them; an unset one is refused
+/// before anything runs.
+#[tokio::test]
+async fn a_mongodb_command_file_fills_its_strings() {
+    use mongodb::bson::{doc, Document};
+    let Some(db) = TestDb::create(Server::Mongo).await else {
+        return;
+    };
+    let root = support::scratch_dir();
+    let dir = root.path().join("migrations");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        root.path().join("dirthara.toml"),
+        "[placeholders]\nprefix = \"shop\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("1_users.json"),
+        r#"{"placeholders": true, "commands": [
+  {"create": "${prefix}_users"},
+  {"insert": "${prefix}_users", "documents": [
+    {"_id": 1, "owner": "${owner}", "quote": "${quoted}", "file": "${dirthara:filename}"}
+  ]}
+]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("2_plain.json"),
+        r#"[{"insert": "shop_users", "documents": [{"_id": 2, "owner": "${owner}"}]}]"#,
+    )
+    .unwrap();
+    let migrate = |args: &[&str]| {
+        let mut cmd = dirthara(&db.url, &dir, args);
+        cmd.current_dir(root.path())
+            .env("DIRTHARA_PLACEHOLDER_OWNER", "env_owner");
+        cmd.output().unwrap()
+    };
+    ok(&migrate(&[
+        "--placeholder",
+        r#"quoted=say "hi" \o/"#,
+        "migrate",
+    ]));
+    let users = db.mongo().await.collection::<Document>("shop_users");
+    let first = users.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(first.get_str("owner").unwrap(), "env_owner");
+    assert_eq!(first.get_str("quote").unwrap(), r#"say "hi" \o/"#);
+    assert_eq!(first.get_str("file").unwrap(), "1_users.json");
+    let second = users.find_one(doc! { "_id": 2 }).await.unwrap().unwrap();
+    assert_eq!(second.get_str("owner").unwrap(), "${owner}");
+
+    std::fs::write(
+        dir.join("3_unset.json"),
+        "{\"placeholders\": true,\n \"commands\": [{\"create\": \"${missing}\"}]}",
+    )
+    .unwrap();
+    let refused = migrate(&["migrate"]);
+    let (stdout, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("3_unset.json: line 2: `${missing}` has no value"),
+        "{stderr}"
+    );
+    let collections = db.mongo().await.list_collection_names().await.unwrap();
+    assert!(
+        !collections.contains(&"${missing}".to_string()),
+        "{collections:?}"
+    );
+}

@@ -8,25 +8,31 @@ pub struct Commands {
     /// Run the commands and the history record in one transaction (replica sets).
     pub transaction: bool,
     pub connection: Option<String>,
+    /// `"placeholders": true`: the `${name}` in its strings are filled in when it runs
+    /// ([`crate::placeholders`]).
+    pub placeholders: bool,
 }
 
-/// Parses `[{...}, ...]` or `{"transaction": true, "commands": [{...}], "connection": "name"}`.
+/// Parses `[{...}, ...]` or `{"transaction": true, "commands": [{...}], "connection": "name",
+/// "placeholders": true}`.
 pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
     let value = parse_json(text.trim_start_matches('\u{feff}'))?;
     const SHAPE: &str = "a MongoDB migration is a JSON array of command documents, e.g. \
                          `[{\"create\": \"users\"}]`, or `{\"transaction\": true, \"commands\": [...]}`";
-    let (list, transaction, connection) = match value {
-        serde_json::Value::Array(list) => (list, false, None),
+    let (list, transaction, connection, placeholders) = match value {
+        serde_json::Value::Array(list) => (list, false, None, false),
         serde_json::Value::Object(mut object) => {
             let list = match object.remove("commands") {
                 Some(serde_json::Value::Array(list)) => list,
                 _ => return Err(format!("has no `commands` array: {SHAPE}")),
             };
-            let transaction = match object.remove("transaction") {
-                None => false,
-                Some(serde_json::Value::Bool(b)) => b,
-                Some(_) => return Err("`transaction` must be true or false".into()),
+            let mut switch = |key: &str| match object.remove(key) {
+                None => Ok(false),
+                Some(serde_json::Value::Bool(b)) => Ok(b),
+                Some(_) => Err(format!("`{key}` must be true or false")),
             };
+            let transaction = switch("transaction")?;
+            let placeholders = switch("placeholders")?;
             let connection = match object.remove("connection") {
                 None => None,
                 Some(serde_json::Value::String(name))
@@ -42,10 +48,11 @@ pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
             };
             if let Some(key) = object.keys().next() {
                 return Err(format!(
-                    "unknown key `{key}`; the known ones are `commands`, `transaction` and `connection`"
+                    "unknown key `{key}`; the known ones are `commands`, `transaction`, \
+                     `connection` and `placeholders`"
                 ));
             }
-            (list, transaction, connection)
+            (list, transaction, connection, placeholders)
         }
         _ => return Err(format!("is not a JSON array of documents: {SHAPE}")),
     };
@@ -68,6 +75,7 @@ pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
         commands,
         transaction,
         connection,
+        placeholders,
     })
 }
 
@@ -189,8 +197,14 @@ mod tests {
             r#"{"transaction": true, "commands": [{"insert": "u", "documents": [{"a": 1}]}]}"#,
         )
         .unwrap();
-        assert!(tx.transaction);
+        assert!(tx.transaction && !tx.placeholders);
+        let filled = r#"{"placeholders": true, "commands": [{"create": "${t}"}]}"#;
+        assert!(parse_commands(filled).unwrap().placeholders);
         for (text, needle) in [
+            (
+                "{\"commands\": [{\"a\": 1}], \"placeholders\": \"yes\"}",
+                "`placeholders` must be true or false",
+            ),
             ("{", "not valid JSON"),
             ("[]", "no commands"),
             ("[1]", "not a non-empty document"),

@@ -59,6 +59,17 @@ pub fn uses(text: &str, dialect: SqlDialect, scope: Scope) -> Vec<Use> {
         Scope::Code => Some(code_spans(text, dialect)),
         Scope::Everywhere => None,
     };
+    find(text, code)
+}
+
+/// Every placeholder of `text`, wherever it is: a JSON command file's, whose `${…}` can only
+/// be inside strings.
+pub fn uses_anywhere(text: &str) -> Vec<Use> {
+    find(text, None)
+}
+
+/// The placeholders of `text`, only those inside `code` when given.
+fn find(text: &str, code: Option<Vec<Range<usize>>>) -> Vec<Use> {
     let mut found = Vec::new();
     let mut line = 1;
     let mut counted = 0;

@@ -228,7 +228,10 @@ pub(crate) fn step_header(
                 connection: commands.connection,
                 table_lock_timeout: None,
                 allow_blocking: None,
-                placeholders: None,
+                // JSON has no literals to keep apart: its `${…}` are all in strings.
+                placeholders: commands
+                    .placeholders
+                    .then_some(crate::placeholders::Scope::Everywhere),
             })
         }
     }

@@ -44,20 +44,28 @@ impl Migrator {
         let mut changed = Vec::new();
         let mut missing = Vec::new();
         for (index, migration) in migrations.iter().enumerate() {
-            if migration.format != StepFormat::Sql {
-                continue;
-            }
-            let Ok(kind) = connections.kind(&migration.connection) else {
-                continue; // a connection without a URL is reported when it is needed
-            };
-            let Some(dialect) = kind.capabilities().sql_dialect else {
-                continue;
+            let dialect = match migration.format {
+                StepFormat::Sql => {
+                    let Ok(kind) = connections.kind(&migration.connection) else {
+                        continue; // a connection without a URL is reported when it is needed
+                    };
+                    let Some(dialect) = kind.capabilities().sql_dialect else {
+                        continue;
+                    };
+                    Some(dialect)
+                }
+                StepFormat::MongoCommands => None,
+                _ => continue,
             };
             for direction in [Direction::Up, Direction::Down] {
                 let Some(text) = migration.step(direction) else {
                     continue;
                 };
-                match self.fill_step(migration, direction, text, dialect) {
+                let step = match dialect {
+                    Some(dialect) => self.fill_step(migration, direction, text, dialect),
+                    None => self.fill_commands(migration, direction, text),
+                };
+                match step {
                     Filled::Unchanged => {}
                     Filled::Text(text) => {
                         let all = filled.get_or_insert_with(|| migrations.to_vec());
@@ -127,6 +135,27 @@ impl Migrator {
             return Filled::Unchanged;
         }
         let value = |one: &Use| self.placeholder_value(&one.name, migration, direction);
+        let why = |name: &str| self.why_unset(name);
+        replace_uses(migration.source_of(direction), text, &uses, value, why)
+    }
+
+    /// A JSON command file that says `"placeholders": true`: every `${name}` (all in its
+    /// strings) must have a value, written into the string JSON-escaped.
+    fn fill_commands(&self, migration: &Migration, direction: Direction, text: &str) -> Filled {
+        let opted_in = text.contains("\"placeholders\"")
+            && dirthara_source::commands::parse_commands(text).is_ok_and(|c| c.placeholders);
+        if !opted_in {
+            return Filled::Unchanged;
+        }
+        let uses = placeholders::uses_anywhere(text);
+        if uses.is_empty() {
+            return Filled::Unchanged;
+        }
+        let value = |one: &Use| {
+            let value = self.placeholder_value(&one.name, migration, direction)?;
+            let quoted = serde_json::Value::String(value).to_string();
+            Some(quoted[1..quoted.len() - 1].to_string())
+        };
         let why = |name: &str| self.why_unset(name);
         replace_uses(migration.source_of(direction), text, &uses, value, why)
     }
