@@ -7,7 +7,8 @@
 #
 #   bash bench/otel.sh [N] [ROUNDS]
 #
-# N defaults to 100, ROUNDS to 15. Builds both CLIs first (PROFILE, default `release`, each
+# N defaults to 100, ROUNDS to 15. Builds both CLIs first (PROFILE, default `release`; `bench-build`
+# is release without its LTO, minutes faster; each
 # in its own target directory under target/bench-otel). Results are printed only.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -28,9 +28,14 @@ pub(crate) fn build_config(args: &GlobalArgs, renderer: &Renderer) -> Result<Con
     for unknown in dirthara::cli_support::unknown_variables(&environment) {
         renderer.unknown_setting(&unknown);
     }
-    let shard = (args.fleet.shard)
-        .map(|spec| spec.resolve(|name| variable(&environment, name)))
-        .transpose()?;
+    // `--shard` over `[fleet] shard`; `shard = "auto"` read from this environment, `.env`
+    // included, as `--shard auto` is.
+    let shard_auto = config.fleet.shard_auto.take();
+    let shard = match (args.fleet.shard, shard_auto) {
+        (Some(spec), _) => Some(spec.resolve(|name| variable(&environment, name))?),
+        (None, Some(auto)) => Some(auto.resolve(|name| variable(&environment, name))?),
+        (None, None) => None,
+    };
     config.merge_env(environment)?;
     if let Some(url) = &args.database_url {
         config

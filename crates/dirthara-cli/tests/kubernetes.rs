@@ -149,6 +149,20 @@ async fn shard_auto_takes_the_targets_of_the_shard_its_index_names(server: Serve
     );
     assert!(nomad.status.success(), "{:?}", text(&nomad));
     assert_eq!(names(&json(&nomad)), shards[1]);
+    // `[fleet] shard = "auto"` in dirthara.toml reads the same variables; `--shard` wins.
+    let toml = fleet.path("dirthara.toml");
+    std::fs::write(&toml, "[fleet]\nshard = \"auto\"\n").unwrap();
+    let config = ["--config", toml.to_str().unwrap()];
+    let env = [("JOB_COMPLETION_INDEX", "1"), ("DIRTHARA_SHARD_COUNT", "2")];
+    let from_file = fleet.run(&m, &[&config[..], &status].concat(), &env);
+    assert!(from_file.status.success(), "{:?}", text(&from_file));
+    assert_eq!(names(&json(&from_file)), shards[1]);
+    let flag = fleet.run(
+        &m,
+        &[&config[..], &["--shard", "1/2"], &status].concat(),
+        &env,
+    );
+    assert_eq!(names(&json(&flag)), shards[0]);
 
     // Index 0 migrates shard 1/2's targets, and no other.
     let env = [("JOB_COMPLETION_INDEX", "0"), ("DIRTHARA_SHARD_COUNT", "2")];

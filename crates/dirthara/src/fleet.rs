@@ -115,7 +115,8 @@ impl Fleet {
     /// The targets `source` names, checked (unique names, URLs of a known kind), in their
     /// order, and only this runner's shard of them. A source that names none is
     /// `FLEET_EMPTY`, unless [`FleetOptions::allow_empty`] (a shard of a fleet may hold
-    /// none: an index with nothing to do). A canary named
+    /// none: an index with nothing to do). The shard is [`FleetOptions::shard`], else the
+    /// configuration's `[fleet] shard = "auto"` resolved from the process's environment. A canary named
     /// ([`FleetOptions::canary_names`]) that is no target of the whole fleet is an error.
     pub async fn targets(&self, source: &TargetSource) -> crate::Result<Vec<Target>> {
         let found = match targets::find(&self.migrator, source).await {
@@ -125,9 +126,22 @@ impl Fleet {
             found => found?,
         };
         targets::check_canary(&self.options.canary_names, &found, source)?;
-        Ok(match self.options.shard {
+        // `[fleet] shard = "auto"`, read from the orchestrator's environment now.
+        let shard = self.shard(|name| std::env::var(name).ok())?;
+        Ok(match shard {
             Some(shard) => found.into_iter().filter(|t| shard.holds(&t.name)).collect(),
             None => found,
+        })
+    }
+
+    /// The shard this runner takes: [`FleetOptions::shard`], else the configuration's
+    /// `[fleet] shard = "auto"` resolved against `env`.
+    fn shard(&self, env: impl Fn(&str) -> Option<String>) -> crate::Result<Option<Shard>> {
+        let auto = self.migrator.config().fleet.shard_auto;
+        Ok(match (self.options.shard, auto) {
+            (Some(shard), _) => Some(shard),
+            (None, Some(spec)) => Some(spec.resolve(env)?),
+            (None, None) => None,
         })
     }
 
@@ -141,5 +155,32 @@ impl Fleet {
         command: FleetCommand,
     ) -> crate::Result<FleetReport> {
         run::run(self, targets, command).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configured_auto_shard_is_read_from_the_environment_unless_one_is_given() {
+        let mut config = crate::Config::with_url("sqlite::memory:");
+        config.fleet.shard_auto = Some(ShardSpec::parse("auto/2").unwrap());
+        let fleet = Fleet::new(Migrator::new(config), FleetOptions::default());
+        let index = |value: &'static str| {
+            move |name: &str| (name == "JOB_COMPLETION_INDEX").then(|| value.to_string())
+        };
+        assert_eq!(
+            fleet.shard(index("1")).unwrap(),
+            Some(Shard::parse("2/2").unwrap())
+        );
+        assert!(fleet.shard(|_| None).is_err(), "no index variable");
+        let mut given = FleetOptions::default();
+        given.shard = Some(Shard::parse("1/3").unwrap());
+        let fleet = Fleet::new(fleet.migrator.clone(), given);
+        assert_eq!(
+            fleet.shard(index("1")).unwrap(),
+            Some(Shard::parse("1/3").unwrap())
+        );
     }
 }

@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::settings::{nearest, FileForm, SettingRow, SETTINGS};
 use super::value::Origin;
-use super::{Canary, Config, FleetSettings, Layout, SearchPath, Shard, TargetSource};
+use super::{Canary, Config, FleetSettings, Layout, SearchPath, ShardSpec, TargetSource};
 use crate::error::{Error, Result};
 
 /// One entry of `directories`: a path, or `{ path = "...", format = "goose" }`.
@@ -116,9 +116,18 @@ impl FleetFile {
             (None, _) => {}
         }
         if let Some(shard) = self.shard {
-            let shard = Shard::parse(&shard)
+            let spec = ShardSpec::parse(&shard)
                 .map_err(|e| Error::config(format!("{origin}: [fleet] `shard`: {e}")))?;
-            options.shard = Some(shard);
+            match spec {
+                ShardSpec::Fixed(shard) => {
+                    options.shard = Some(shard);
+                    settings.shard_auto = None;
+                }
+                auto => {
+                    options.shard = None;
+                    settings.shard_auto = Some(auto);
+                }
+            }
         }
         Ok(())
     }

@@ -16,6 +16,11 @@ pub struct FleetSettings {
     pub targets: Option<TargetSource>,
     /// How the fleet runs.
     pub options: FleetOptions,
+    /// `[fleet] shard = "auto"` (or `"auto/N"`): the shard to read from the orchestrator's
+    /// environment when the command runs ([`ShardSpec::resolve`]), unless `options.shard` is
+    /// set by then (`--shard I/N`). [`Fleet::targets`](../../dirthara/fleet/struct.Fleet.html)
+    /// resolves it from the process's environment; the CLI from its own (`.env` included).
+    pub shard_auto: Option<super::ShardSpec>,
 }
 
 /// One database (or PostgreSQL schema) of a fleet.
