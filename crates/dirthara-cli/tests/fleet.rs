@@ -1767,6 +1767,19 @@ async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(serv
     assert!(target(&report, &t.name(1))
         .get("dirty_before_run")
         .is_none());
+    // With --strict, a dirty target counts toward --max-failures: the first one stops the run.
+    let run = t
+        .fleet(
+            &m,
+            &["--strict", "--jobs", "1", "migrate", "--output", "json"],
+        )
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{:?}", text(&run));
+    assert_eq!(
+        in_order(&run),
+        ["up_to_date", "failed", "skipped", "skipped"]
+    );
     // The hint printed for a dirty target is a command for that target alone: pasted as
     // printed, it resolves tenant 2 and leaves tenant 3 dirty.
     let run = t.fleet(&m, &["--jobs", "1", "migrate"]).output().unwrap();

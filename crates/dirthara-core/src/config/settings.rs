@@ -183,7 +183,8 @@ pub const SETTINGS: &[SettingRow] = &[
     row!(
         STRICT, env: "DIRTHARA_STRICT", flag: "strict", value: "",
         default: "false", form: Switch,
-        doc: "Refuse pending migrations older than the newest applied one instead of warning",
+        doc: "Refuse pending migrations older than the newest applied one instead of warning; \
+              in a fleet, count targets already dirty toward --max-failures",
         sets: strict
     ),
 ];

@@ -93,6 +93,7 @@ pub(super) async fn run(
         search_path: &options.search_path,
         jobs: options.jobs.max(1),
         max_failures: options.max_failures,
+        strict: base.config().strict,
         deadline,
         results: vec![None; targets.len()],
         deferred: Vec::new(),
@@ -197,6 +198,8 @@ struct Schedule<'a> {
     search_path: &'a super::SearchPath,
     jobs: usize,
     max_failures: Option<usize>,
+    /// `--strict`: a target dirty before the run counts toward `max_failures` too.
+    strict: bool,
     /// `wait`: when the whole fleet's timeout runs out.
     deadline: Option<Instant>,
     results: Vec<Option<TargetReport>>,
@@ -239,7 +242,10 @@ impl Schedule<'_> {
                 Ended::Done(report) => {
                     let mut report = *report;
                     report.deferred = pass == Pass::Deferred;
-                    if report.outcome == Outcome::Failed && !report.dirty_before_run {
+                    // A target already dirty is the last crash's, not this run's failure: it
+                    // does not stop the rest of the fleet, unless --strict.
+                    let counts = !report.dirty_before_run || self.strict;
+                    if report.outcome == Outcome::Failed && counts {
                         self.failures += 1;
                     }
                     self.results[index] = Some(report);
