@@ -221,7 +221,12 @@ pub(crate) enum Command {
         command: PreviewCommand,
     },
     /// Show every migration's state, and the lock's
-    Status,
+    Status {
+        /// Only what is dirty: the dirty migrations with the cause their failing run recorded;
+        /// over a fleet, only the targets with one (the totals still count every target)
+        #[arg(long)]
+        dirty: bool,
+    },
     /// Show who holds the migration lock; with --force, release it
     Unlock {
         /// Release the lock unconditionally (ends the holding session)

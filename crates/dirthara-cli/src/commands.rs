@@ -122,7 +122,15 @@ async fn run(
             };
             renderer.preview(&migrator.preview(plan).await?)
         }
-        Command::Status => renderer.status(&migrator.status().await?),
+        Command::Status { dirty } => {
+            let mut status = migrator.status().await?;
+            if dirty {
+                status
+                    .migrations
+                    .retain(|m| m.state == dirthara::MigrationState::Dirty);
+            }
+            renderer.status(&status, dirty);
+        }
         Command::Unlock { force: false } => renderer.lock(&migrator.lock_status().await?),
         Command::Unlock { force: true } => renderer.force_unlock(&migrator.force_unlock().await?),
         Command::Resolve {

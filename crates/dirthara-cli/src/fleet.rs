@@ -21,16 +21,23 @@ pub(crate) async fn run(
     shutdown: &watch::Receiver<bool>,
     facts: &mut Facts,
 ) -> Result<(), CliError> {
+    let dirty_only = matches!(command, Command::Status { dirty: true });
     let command = fleet_command(command)?;
     let options = migrator.config().fleet.options.clone();
     let shard = options.shard;
-    let report = {
+    let mut report = {
         let fleet = Fleet::new(migrator, options);
         let targets = fleet.targets(source).await?;
         fleet.run(targets, command).await?
         // The fleet goes here, and its events with it: a progress bar is cleared before the
         // result is printed.
     };
+    if dirty_only {
+        // `status --dirty`: the targets to recover, by name; the totals stay the fleet's.
+        report
+            .targets
+            .retain(|t| t.status.as_ref().is_some_and(|s| s.dirty));
+    }
     renderer.fleet(&report, source);
     facts.fleet(&report, shard);
     if report.succeeded() {
@@ -89,7 +96,7 @@ fn fleet_command(command: Command) -> Result<FleetCommand, CliError> {
                 _ => Resolution::AcceptChecksum,
             },
         ),
-        Command::Status => FleetCommand::Status,
+        Command::Status { .. } => FleetCommand::Status,
         Command::Preview { command } => FleetCommand::Preview(match command {
             PreviewCommand::Migrate => Plan::Migrate,
             PreviewCommand::Rollback(args) => Plan::Rollback(rollback_scope(&args)),

@@ -243,7 +243,7 @@ pub(crate) fn command_name(command: &Command) -> &'static str {
         Command::Refresh => "refresh",
         Command::Fresh { .. } => "fresh",
         Command::Preview { .. } => "preview",
-        Command::Status => "status",
+        Command::Status { .. } => "status",
         Command::Unlock { .. } => "unlock",
         Command::New { .. } => "new",
         Command::Resolve { .. } => "resolve",

@@ -1745,6 +1745,52 @@ async fn a_fleet_with_dirty_targets_recovers_in_one_resolve_and_one_migrate(serv
             "{row}"
         );
     }
+    // status --dirty: those two alone, by name and cause; the totals are the fleet's.
+    let run = t.fleet(&m, &["status", "--dirty"]).output().unwrap();
+    let (stdout, _) = text(&run);
+    assert_eq!(run.status.code(), Some(0), "{stdout}");
+    for i in 1..=4 {
+        let listed = stdout.lines().any(|l| l.starts_with(&t.name(i)));
+        assert_eq!(listed, i == 2 || i == 3, "{}: {stdout}", t.name(i));
+    }
+    assert!(
+        stdout.contains("dirty: migration 1 (t1): boom on tenant 3"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("4 target(s)"), "{stdout}");
+    let run = t
+        .fleet(&m, &["status", "--dirty", "--output", "json"])
+        .output()
+        .unwrap();
+    let report = json(&run);
+    let listed: Vec<&str> = (report["targets"].as_array().unwrap().iter())
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, [t.name(2), t.name(3)]);
+    // On one database: its dirty migration and the cause; a clean one says so.
+    let (place, clean) = match t.kind {
+        Kind::Schemas => (None, None),
+        Kind::Databases => (Some(&t.databases[1]), Some(&t.databases[0])),
+    };
+    if let (Some(dirty_db), Some(clean_db)) = (place, clean) {
+        let run = dirthara(&dirty_db.url, m.path(), &["status", "--dirty"])
+            .output()
+            .unwrap();
+        let (stdout, _) = text(&run);
+        assert!(
+            stdout.contains("1 left dirty by: boom on tenant 2"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("t2"), "only the dirty migration: {stdout}");
+        let run = dirthara(&clean_db.url, m.path(), &["status", "--dirty"])
+            .output()
+            .unwrap();
+        assert!(
+            text(&run).0.contains("No migration is dirty."),
+            "{:?}",
+            text(&run)
+        );
+    }
     let in_order = |run: &Output| {
         let found = outcomes(&json(run));
         (t.names().iter())

@@ -139,13 +139,16 @@ impl Renderer {
         }
     }
 
-    pub(crate) fn status(&self, status: &StatusReport) {
+    /// `status`; with `dirty_only` (`--dirty`), `status` holds only the dirty migrations.
+    pub(crate) fn status(&self, status: &StatusReport, dirty_only: bool) {
         match self.format {
             OutputFormat::Json => return self.json(status),
             OutputFormat::Ndjson => return self.ndjson_result(status),
             OutputFormat::Human => {}
         }
-        if status.migrations.is_empty() {
+        if status.migrations.is_empty() && dirty_only {
+            stdout_line("No migration is dirty.");
+        } else if status.migrations.is_empty() {
             stdout_line("No migrations found.");
         } else {
             let rows: Vec<[String; 5]> = status
