@@ -132,6 +132,17 @@ pub(crate) struct FleetArgs {
     #[arg(long, global = true, conflicts_with = "max_failures")]
     pub keep_going: bool,
 
+    /// Only these targets of the fleet, by name (comma-separated): a name that is no target is
+    /// an error
+    // Not `target`: that is the version argument of `to` and `baseline`.
+    #[arg(
+        long = "target",
+        value_name = "NAMES",
+        global = true,
+        value_delimiter = ','
+    )]
+    pub only_targets: Vec<String>,
+
     /// Pass when the targets' source names none (FLEET_EMPTY otherwise: a pattern that
     /// matches nothing is usually a typo)
     #[arg(long, global = true)]

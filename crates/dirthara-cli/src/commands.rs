@@ -90,6 +90,14 @@ async fn run(
     if let Some(source) = migrator.config().fleet.targets.clone() {
         return crate::fleet::run(cli.command, migrator, &source, renderer, &shutdown, facts).await;
     }
+    if !migrator.config().fleet.options.only.is_empty() {
+        return Err(dirthara::Error::config(
+            "--target picks targets of a fleet, but this command runs on one database; name \
+             the fleet too (--targets FILE, --targets-sql, --schemas or --databases, or \
+             [fleet] in dirthara.toml)",
+        )
+        .into());
+    }
     // The result of a run, printed and summed up.
     let mut ran = |report: &dirthara::RunReport| {
         renderer.run(report);

@@ -50,19 +50,36 @@ pub(crate) async fn run(
     )))
 }
 
-/// The flag that selects `target` alone, for the commands a target's error tells its reader to
-/// run (`dirthara resolve 3 --applied`): pasted as printed, they would run on the database the
-/// fleet was listed from. `None` when the source cannot name one target by itself (a targets
-/// file or query).
+/// The flags that select `target` alone, for the commands a target's error tells its reader
+/// to run (`dirthara resolve 3 --applied`): pasted as printed, they would run on the database
+/// the fleet was listed from. A schema or database whose name is a plain word is its own
+/// pattern (`--schemas tenant_05`); otherwise the source and `--target NAME`, quoted for a
+/// POSIX shell. `None` for targets given in code.
 pub(crate) fn selecting(source: &TargetSource, target: &str) -> Option<String> {
-    if target.contains(['*', '?', '[', '\'', ' ']) {
-        return None;
-    }
+    let plain = !target.contains(['*', '?', '[', '\'', ' ']);
+    let named = |source: String| format!("{source} --target {}", shell_word(target));
     match source {
-        TargetSource::Schemas(_) => Some(format!("--schemas {target}")),
-        TargetSource::Databases(_) => Some(format!("--databases {target}")),
+        TargetSource::Schemas(_) if plain => Some(format!("--schemas {target}")),
+        TargetSource::Databases(_) if plain => Some(format!("--databases {target}")),
+        TargetSource::Schemas(glob) => Some(named(format!("--schemas {}", shell_word(glob)))),
+        TargetSource::Databases(glob) => Some(named(format!("--databases {}", shell_word(glob)))),
+        TargetSource::File(path) => {
+            let path = path.display().to_string();
+            Some(named(format!("--targets {}", shell_word(&path))))
+        }
+        TargetSource::Query(sql) => Some(named(format!("--targets-sql {}", shell_word(sql)))),
         _ => None,
     }
+}
+
+/// `word` as one word of a POSIX shell command: as it is when it holds only characters no
+/// shell reads specially, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "_-./,:=@%+".contains(c);
+    if !word.is_empty() && word.chars().all(safe) {
+        return word.to_string();
+    }
+    format!("'{}'", word.replace('\'', "'\\''"))
 }
 
 /// `text` with each command it suggests (`` `dirthara …` ``) run on `target` alone.
@@ -137,5 +154,34 @@ fn incomplete(report: &FleetReport, source: &TargetSource, interrupted: bool) ->
         skipped: report.totals.skipped,
         first,
         interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_is_selected_by_a_command_a_shell_reads_as_printed() {
+        let schemas = TargetSource::Schemas("tenant_*".into());
+        assert_eq!(
+            selecting(&schemas, "tenant_05").unwrap(),
+            "--schemas tenant_05"
+        );
+        assert_eq!(
+            selecting(&schemas, "it's").unwrap(),
+            r"--schemas 'tenant_*' --target 'it'\''s'"
+        );
+        let query = TargetSource::Query("SELECT name, url FROM tenants".into());
+        assert_eq!(
+            selecting(&query, "acme").unwrap(),
+            "--targets-sql 'SELECT name, url FROM tenants' --target acme"
+        );
+        let file = TargetSource::File("/etc/dirthara/tenants.txt".into());
+        assert_eq!(
+            selecting(&file, "acme").unwrap(),
+            "--targets /etc/dirthara/tenants.txt --target acme"
+        );
+        assert_eq!(shell_word(""), "''");
     }
 }

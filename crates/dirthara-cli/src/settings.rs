@@ -115,6 +115,11 @@ fn apply_fleet_flags(args: &FleetArgs, fleet: &mut FleetSettings) {
     if args.allow_empty_fleet {
         options.allow_empty = true;
     }
+    let named = args.only_targets.iter().map(|name| name.trim());
+    options.only = named
+        .filter(|name| !name.is_empty())
+        .map(String::from)
+        .collect();
 }
 
 /// The process environment, with `.env` (when present) filling in what is not already set.

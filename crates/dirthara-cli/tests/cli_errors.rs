@@ -161,3 +161,12 @@ fn the_manual_page_into_a_full_device_is_an_io_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn target_without_a_fleet_is_a_config_error_and_changes_nothing() {
+    let p = Project::new();
+    let run = p.unlocked("app.db", &["--target", "acme", "migrate"]);
+    run.error("CONFIG_ERROR")
+        .stderr_has("Error [CONFIG_ERROR]: --target picks targets of a fleet");
+    assert!(!p.exists("app.db"), "nothing was changed, or even created");
+}

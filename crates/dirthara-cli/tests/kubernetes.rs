@@ -19,10 +19,12 @@ use support::{dirthara_command, scratch_dir, text, Migrations};
 crate::scenario_tests! {
     postgres => Server::Postgres => [
         shard_auto_takes_the_targets_of_the_shard_its_index_names,
+        a_dirty_target_of_a_targets_file_gets_a_hint_that_selects_it_alone,
         the_summary_of_a_fleet_run_names_its_failed_targets_and_no_password,
     ],
     mariadb => Server::Mysql => [
         shard_auto_takes_the_targets_of_the_shard_its_index_names,
+        a_dirty_target_of_a_targets_file_gets_a_hint_that_selects_it_alone,
         the_summary_of_a_fleet_run_names_its_failed_targets_and_no_password,
     ],
 }
@@ -190,6 +192,62 @@ async fn shard_auto_takes_the_targets_of_the_shard_its_index_names(server: Serve
     for name in &shards[1] {
         assert!(!fleet.tenant(name).tables().await.contains(&"t1".into()));
     }
+}
+
+/// A target of a targets file left dirty by a crash: the hint its error prints names the
+/// file and `--target NAME`, so pasted as printed it resolves that target and no other;
+/// `--target` naming no target is refused with the nearest name.
+async fn a_dirty_target_of_a_targets_file_gets_a_hint_that_selects_it_alone(server: Server) {
+    let Some(fleet) = Fleet::new(server, &NAMES[..3]).await else {
+        return;
+    };
+    let migrate = fleet.run(&Migrations::tables(1), &["migrate"], &[]);
+    assert!(migrate.status.success(), "{:?}", text(&migrate));
+    (fleet.tenant("globex"))
+        .execute("UPDATE dirthara_migrations SET state = 'running' WHERE version = 1")
+        .await;
+    let m = Migrations::tables(2);
+    let run = fleet.run(&m, &["--keep-going", "migrate"], &[]);
+    let (stdout, stderr) = text(&run);
+    assert_eq!(run.status.code(), Some(1), "{stdout}\n{stderr}");
+    let hint = (stderr.split('`'))
+        .find(|part| part.starts_with("dirthara ") && part.ends_with("resolve 1 --applied"))
+        .unwrap_or_else(|| panic!("no resolve hint in: {stderr}"));
+    let file = fleet.path("targets.txt");
+    assert_eq!(
+        hint,
+        format!(
+            "dirthara --targets {} --target globex resolve 1 --applied",
+            file.display()
+        )
+    );
+    // Pasted as printed (the path has no space), with the run's database and directory.
+    let words: Vec<&str> = hint.split(' ').skip(1).collect();
+    let mut pasted = dirthara_command();
+    (pasted
+        .arg("-d")
+        .arg(&fleet.db.url)
+        .arg("--dir")
+        .arg(m.path()))
+    .args(&words)
+    .args(["--output", "json"]);
+    let pasted = pasted.output().unwrap();
+    assert!(pasted.status.success(), "{:?}", text(&pasted));
+    let json = json(&pasted);
+    assert_eq!(names(&json), ["globex"]);
+    assert_eq!(fleet.tenant("globex").history().await[0].2, "applied");
+    // --target naming no target: refused before any target is touched.
+    let typo = fleet.run(&m, &["--target", "globx", "migrate"], &[]);
+    let (_, stderr) = text(&typo);
+    assert_eq!(typo.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--target: `globx` is not a target of --targets")
+            && stderr.contains("(did you mean `globex`?)"),
+        "{stderr}"
+    );
+    // globex, resolved, still has migration 2 pending: nothing ran.
+    let globex = fleet.tenant("globex").tables().await;
+    assert!(!globex.contains(&"t2".to_string()), "{globex:?}");
 }
 
 async fn the_summary_of_a_fleet_run_names_its_failed_targets_and_no_password(server: Server) {

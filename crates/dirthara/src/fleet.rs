@@ -117,7 +117,8 @@ impl Fleet {
     /// `FLEET_EMPTY`, unless [`FleetOptions::allow_empty`] (a shard of a fleet may hold
     /// none: an index with nothing to do). The shard is [`FleetOptions::shard`], else the
     /// configuration's `[fleet] shard = "auto"` resolved from the process's environment. A canary named
-    /// ([`FleetOptions::canary_names`]) that is no target of the whole fleet is an error.
+    /// ([`FleetOptions::canary_names`]) that is no target of the whole fleet is an error, as
+    /// is one of [`FleetOptions::only`], the targets kept.
     pub async fn targets(&self, source: &TargetSource) -> crate::Result<Vec<Target>> {
         let found = match targets::find(&self.migrator, source).await {
             Err(e) if self.options.allow_empty && e.code() == crate::error::Code::FleetEmpty => {
@@ -125,7 +126,16 @@ impl Fleet {
             }
             found => found?,
         };
-        targets::check_canary(&self.options.canary_names, &found, source)?;
+        let canary = &self.options.canary_names;
+        let fix = "name targets of the fleet, or give a number of targets";
+        targets::check_named("--canary", fix, canary, &found, source)?;
+        let only = &self.options.only;
+        let fix = "name targets of the fleet, as its reports name them";
+        targets::check_named("--target", fix, only, &found, source)?;
+        let mut found = found;
+        if !only.is_empty() {
+            found.retain(|target| only.contains(&target.name));
+        }
         // `[fleet] shard = "auto"`, read from the orchestrator's environment now.
         let shard = self.shard(|name| std::env::var(name).ok())?;
         Ok(match shard {

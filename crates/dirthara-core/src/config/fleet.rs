@@ -172,6 +172,10 @@ pub struct FleetOptions {
     pub max_failures: Option<usize>,
     /// Only the targets of this shard.
     pub shard: Option<Shard>,
+    /// Only these targets, by name (`--target tenant_05`): how a command printed for one
+    /// target of a targets file or query runs on it alone. A name that is not a target of
+    /// the fleet is an error. Empty: every target.
+    pub only: Vec<String>,
     /// Whether a source that names no target passes (an empty list is expected); by default
     /// it is `FLEET_EMPTY`, since a typo in a pattern would otherwise pass on nothing.
     pub allow_empty: bool,
@@ -188,6 +192,7 @@ impl Default for FleetOptions {
             canary_names: Vec::new(),
             max_failures: Some(1),
             shard: None,
+            only: Vec::new(),
             allow_empty: false,
             search_path: SearchPath::default(),
         }

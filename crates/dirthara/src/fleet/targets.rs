@@ -81,9 +81,11 @@ pub(super) async fn find(migrator: &Migrator, source: &TargetSource) -> Result<V
     Ok(targets)
 }
 
-/// A canary named that is no target of the fleet (before it is split into shards): an error
-/// naming it, with the nearest names.
-pub(super) fn check_canary(
+/// A target named by `flag` (`--canary`, `--target`) that is no target of the fleet (before
+/// it is split into shards): an error naming it, with the nearest names, and `fix`.
+pub(super) fn check_named(
+    flag: &str,
+    fix: &str,
     names: &[String],
     targets: &[Target],
     source: &TargetSource,
@@ -98,8 +100,7 @@ pub(super) fn check_canary(
             None => String::new(),
         };
         return Err(Error::config(format!(
-            "--canary: `{name}` is not a target of {} ({} target(s)){hint}; name targets of the \
-             fleet, or give a number of targets",
+            "{flag}: `{name}` is not a target of {} ({} target(s)){hint}; {fix}",
             source.describe(),
             targets.len()
         )));
