@@ -2,7 +2,8 @@
 //! source names no target (`FLEET_EMPTY`, unless `--allow-empty-fleet`), directories with no
 //! migration (`NO_MIGRATIONS`, creating nothing), and a role that may not read the history or
 //! use its tenant's schema (`PERMISSION_DENIED` at once, with the grant), where each used to
-//! report "nothing applied" and exit 0, or wait out its whole timeout.
+//! report "nothing applied" and exit 0, or wait out its whole timeout. On MongoDB (a test
+//! server of its own, with authentication on), a user refused an action is told so too.
 
 mod support;
 
@@ -235,4 +236,151 @@ async fn a_tenant_schema_the_role_may_not_use_is_told_so(
             "{args:?}: {stdout}"
         );
     }
+}
+
+/// A MongoDB-compatible server of this test's own, with authentication on, stopped on drop.
+struct AuthServer {
+    child: std::process::Child,
+    port: u16,
+    _data: tempfile::TempDir,
+}
+
+impl AuthServer {
+    /// The test server (`DIRTHARA_TEST_SECANTUSD`, which CI sets) started without
+    /// authentication to create `users` (name, password, roles on `shop`) and an `admin`
+    /// root, then again with it. `None` when the binary is not given (outside CI).
+    async fn start(users: &[(&str, &str, &[&str])]) -> Option<AuthServer> {
+        let Ok(bin) = std::env::var("DIRTHARA_TEST_SECANTUSD") else {
+            assert!(
+                std::env::var("DIRTHARA_REQUIRE_SERVERS").as_deref() != Ok("1"),
+                "DIRTHARA_TEST_SECANTUSD is unset; DIRTHARA_REQUIRE_SERVERS=1 requires it"
+            );
+            eprintln!("SKIPPED: DIRTHARA_TEST_SECANTUSD is unset");
+            return None;
+        };
+        let data = scratch_dir();
+        let port = support::pgbouncer::free_port();
+        let spawn = |auth: bool| {
+            let mut cmd = std::process::Command::new(&bin);
+            cmd.args([
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+                "--storage-path",
+            ])
+            .arg(data.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+            match auth {
+                true => cmd.arg("--auth"),
+                // The users must be on disk when this instance is killed.
+                false => cmd.arg("--sync-on-commit"),
+            };
+            cmd.spawn().unwrap()
+        };
+        let url = format!("mongodb://127.0.0.1:{port}/admin?directConnection=true");
+        let mut setup = spawn(false);
+        let client = support::servers::mongo_client(&url).await.unwrap();
+        let admin = client.database("admin");
+        let ping = mongodb::bson::doc! { "ping": 1 };
+        let started = Instant::now();
+        while admin.run_command(ping.clone()).await.is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no server on {port}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let root = mongodb::bson::doc! {
+            "createUser": "root", "pwd": "r00tpw", "roles": [{ "role": "root", "db": "admin" }]
+        };
+        admin.run_command(root).await.unwrap();
+        for (name, password, roles) in users {
+            let roles: Vec<_> = (roles.iter())
+                .map(|role| mongodb::bson::doc! { "role": *role, "db": "shop" })
+                .collect();
+            let user =
+                mongodb::bson::doc! { "createUser": *name, "pwd": *password, "roles": roles };
+            client.database("shop").run_command(user).await.unwrap();
+        }
+        drop(client);
+        setup.kill().unwrap();
+        setup.wait().unwrap();
+        let server = AuthServer {
+            child: spawn(true),
+            port,
+            _data: data,
+        };
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no server on {port}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Some(server)
+    }
+
+    fn url(&self, user: &str, password: &str) -> String {
+        format!(
+            "mongodb://{user}:{password}@127.0.0.1:{}/shop?directConnection=true&authSource=shop",
+            self.port
+        )
+    }
+}
+
+impl Drop for AuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// MongoDB: a user the server refuses an action on dirthara's collections is told so, with
+/// the role grant that fixes it: one with no role at `status`, one that may only read at
+/// `migrate` (its `status` works); granted as the error says, it migrates.
+#[tokio::test]
+async fn a_mongodb_user_without_the_rights_is_told_so_with_the_grant() {
+    let users: [(&str, &str, &[&str]); 2] =
+        [("nobody", "n0b0dy", &[]), ("reader", "r3ader", &["read"])];
+    let Some(server) = AuthServer::start(&users).await else {
+        return;
+    };
+    let m = scratch_dir();
+    std::fs::write(m.path().join("1_users.json"), r#"[{"create": "users"}]"#).unwrap();
+    let grant = |user: &str| {
+        format!(
+            "db.getSiblingDB(\"shop\").grantRolesToUser(\"{user}\", [{{ role: \"readWrite\", \
+             db: \"shop\" }}])"
+        )
+    };
+    let (code, stdout, stderr) = run(&server.url("nobody", "n0b0dy"), m.path(), &["status"]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.starts_with("Error [PERMISSION_DENIED]:"), "{stderr}");
+    assert!(stderr.contains(&grant("nobody")), "{stderr}");
+    assert!(
+        !stdout.contains("pending") && !stderr.contains("n0b0dy"),
+        "{stderr}"
+    );
+
+    let reader = server.url("reader", "r3ader");
+    let (code, stdout, stderr) = run(&reader, m.path(), &["status"]);
+    assert_eq!(code, Some(0), "may read: {stdout}\n{stderr}");
+    let (code, stdout, stderr) = run(&reader, m.path(), &["migrate"]);
+    assert_eq!(code, Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.starts_with("Error [PERMISSION_DENIED]:"), "{stderr}");
+    assert!(stderr.contains(&grant("reader")), "{stderr}");
+
+    let root = format!(
+        "mongodb://root:r00tpw@127.0.0.1:{}/admin?directConnection=true",
+        server.port
+    );
+    let client = support::servers::mongo_client(&root).await.unwrap();
+    let role = mongodb::bson::doc! { "role": "readWrite", "db": "shop" };
+    let grant = mongodb::bson::doc! { "grantRolesToUser": "reader", "roles": [role] };
+    client.database("shop").run_command(grant).await.unwrap();
+    let (code, stdout, stderr) = run(&reader, m.path(), &["migrate"]);
+    assert_eq!(code, Some(0), "granted: {stdout}\n{stderr}");
 }

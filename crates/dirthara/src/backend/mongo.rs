@@ -23,6 +23,7 @@ use crate::migration::Direction;
 use crate::rust_migration::{Connection, RustMigration};
 
 mod commands;
+mod grants;
 mod history;
 mod lease;
 
@@ -36,6 +37,8 @@ pub(crate) struct MongoBackend {
     /// The history collection's name, fixed per connection.
     table: String,
     known: Known,
+    /// Who the connection authenticates as: the grant a refusal names.
+    grantee: grants::Grantee,
 }
 
 pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>, ConnectFailure> {
@@ -64,6 +67,12 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
             "no database name in the URL's path (write it as mongodb://host/app)",
         ));
     };
+    let credential = options.credential.as_ref();
+    let grantee = grants::Grantee {
+        user: credential.and_then(|c| c.username.clone()),
+        source: credential.and_then(|c| c.source.clone()),
+        database: database.clone(),
+    };
     let client = Client::with_options(options)
         .map_err(|e| ConnectFailure::driver(mongo_message(&e), e, false))?;
     let db = client.database(&database);
@@ -82,6 +91,7 @@ pub(crate) async fn connect(request: &ConnectRequest) -> Result<Box<dyn Backend>
         connection: request.name.clone(),
         table: request.history_table.clone(),
         known: Known::default(),
+        grantee,
     }))
 }
 
@@ -93,7 +103,10 @@ enum Work<'a> {
 
 impl MongoBackend {
     fn error(&self, error: mongodb::error::Error) -> Error {
-        Error::history(&self.connection, mongo_message(&error)).caused_by(error)
+        match self.grantee.refusal(&self.connection, &error) {
+            Some(refused) => refused.caused_by(error),
+            None => Error::history(&self.connection, mongo_message(&error)).caused_by(error),
+        }
     }
 
     async fn perform(
@@ -170,8 +183,9 @@ impl LockHost for MongoBackend {
         // The driver's client is a pool: the lease store shares it safely with the heartbeat.
         // Reading a collection that does not exist creates nothing and finds no lease.
         let table = lease_table(&self.table);
+        let (db, grantee) = (self.db.clone(), self.grantee.clone());
         let store =
-            lease::MongoLeaseStore::open(self.db.clone(), &table, &self.connection, create).await?;
+            lease::MongoLeaseStore::open(db, &table, &self.connection, grantee, create).await?;
         Ok(Some(Box::new(store)))
     }
 }

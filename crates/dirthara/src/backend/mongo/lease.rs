@@ -22,6 +22,8 @@ pub(crate) struct MongoLeaseStore {
     db: Database,
     locks: Collection<Document>,
     connection: String,
+    /// Who the connection authenticates as: the grant a refusal names.
+    grantee: super::grants::Grantee,
     /// Why `hello` gave no usable time, once it did not: from then on the clock is stamped.
     hello_clock: Option<String>,
 }
@@ -33,6 +35,7 @@ impl MongoLeaseStore {
         db: Database,
         table: &str,
         connection: &str,
+        grantee: super::grants::Grantee,
         create: bool,
     ) -> Result<Self> {
         // Majority write concern: an election cannot hand the lock to two runners.
@@ -46,6 +49,7 @@ impl MongoLeaseStore {
             db,
             locks,
             connection: connection.to_string(),
+            grantee,
             hello_clock: None,
         };
         if !create {
@@ -67,6 +71,9 @@ impl MongoLeaseStore {
 
     /// What the server said about the lease collection, kept as the error's `source()`.
     fn error(&self, error: mongodb::error::Error) -> Error {
+        if let Some(refused) = self.grantee.refusal(&self.connection, &error) {
+            return refused.caused_by(error);
+        }
         Error::new(ErrorKind::LockFailed {
             lock: LOCK_NAME.to_string(),
             connection: self.connection.clone(),
@@ -381,9 +388,15 @@ mod tests {
         };
         let client = mongodb::Client::with_uri_str(&url).await.unwrap();
         let db = client.database(&format!("dirthara_clock_{:x}", fastrand::u64(..)));
-        let mut store = MongoLeaseStore::open(db.clone(), "clock_lock", "default", true)
-            .await
-            .unwrap();
+        let mut store = MongoLeaseStore::open(
+            db.clone(),
+            "clock_lock",
+            "default",
+            Default::default(),
+            true,
+        )
+        .await
+        .unwrap();
         store.hello_clock = Some("the server's `hello` reply has no localTime".into());
         let stamped = store.server_now().await.unwrap();
         let skew = stamped.timestamp_millis() - DateTime::now().timestamp_millis();
@@ -419,9 +432,15 @@ mod tests {
         };
         let client = mongodb::Client::with_uri_str(&url).await.unwrap();
         let db = client.database(&format!("dirthara_cause_{:x}", fastrand::u64(..)));
-        let store = MongoLeaseStore::open(db.clone(), "cause_lock", "default", true)
-            .await
-            .unwrap();
+        let store = MongoLeaseStore::open(
+            db.clone(),
+            "cause_lock",
+            "default",
+            Default::default(),
+            true,
+        )
+        .await
+        .unwrap();
         // A command the server does not know stands for any it refuses.
         let refused = db
             .run_command(doc! { "noSuchCommand": 1 })
