@@ -524,22 +524,148 @@ fn a_receiver_that_is_down_is_a_warning_not_a_failure() {
         );
         assert!(stderr.contains(&said), "{stderr}");
     }
-    // An https endpoint cannot be sent to yet: said at start, and the run goes on.
+}
+
+/// An https receiver (Python's, with a certificate of a private CA made for the test by
+/// `openssl`): with the CA trusted by `OTEL_EXPORTER_OTLP_CERTIFICATE` both signals reach it
+/// over TLS;
+/// without, the run warns that the peer is not trusted and succeeds all the same.
+#[test]
+fn an_https_receiver_is_sent_to_over_tls_trusting_the_certificate_given() {
+    let m = Migrations::new();
+    m.add(1, "create_orders", "CREATE TABLE orders (id INT);", None);
+    let tls = scratch_dir();
+    let file = |name: &str| tls.path().join(name);
+    let (ca, cert, key) = (file("ca.pem"), file("cert.pem"), file("key.pem"));
+    // A private CA, and the receiver's certificate signed by it (webpki takes no self-signed
+    // CA as a server's own certificate).
+    let openssl = |args: &[&str]| {
+        let made = Command::new("openssl")
+            .current_dir(tls.path())
+            .args(args)
+            .output()
+            .expect("openssl makes the test's certificates");
+        assert!(made.status.success(), "{args:?}: {:?}", text(&made));
+    };
+    openssl(
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ]
+        .iter()
+        .chain(&[
+            "-subj",
+            "/CN=dirthara test CA",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+        ])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    openssl(
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+        ]
+        .iter()
+        .chain(&["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        .chain(&["-keyout", "key.pem", "-out", "cert.csr"])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    openssl(
+        &[
+            "x509", "-req", "-in", "cert.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        ]
+        .iter()
+        .chain(&["-CAcreateserial", "-days", "1", "-copy_extensions", "copy"])
+        .chain(&["-out", "cert.pem"])
+        .copied()
+        .collect::<Vec<_>>(),
+    );
+    let received = tls.path().join("received");
+    std::fs::create_dir(&received).unwrap();
+    let port_file = tls.path().join("port");
+    let script = r#"
+import http.server, os, ssl, sys
+port_file, received, cert, key = sys.argv[1:5]
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        name = self.path.strip("/").replace("/", "_")
+        with open(os.path.join(received, name + ".json"), "wb") as f:
+            f.write(body)
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(cert, key)
+server.socket = context.wrap_socket(server.socket, server_side=True)
+with open(port_file + ".tmp", "w") as f:
+    f.write(str(server.server_address[1]))
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
+"#;
+    let mut python = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args([&port_file, &received, &cert, &key])
+        .spawn()
+        .expect("python3 runs the test's https receiver");
+    let started = std::time::Instant::now();
+    let port = loop {
+        if let Ok(port) = std::fs::read_to_string(&port_file) {
+            break port;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no https receiver"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let endpoint = format!("https://localhost:{port}");
     let dir = scratch_dir();
-    let out = sqlite_run(dir.path(), &m)
-        .env(
-            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-            "https://collector:4318/v1/traces",
-        )
+    let trusted = sqlite_run(dir.path(), &m)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_EXPORTER_OTLP_CERTIFICATE", &ca)
         .output()
         .unwrap();
-    ok(&out);
+    let dir = scratch_dir();
+    let untrusted = sqlite_run(dir.path(), &m)
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{endpoint}/v1/traces"),
+        )
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .output()
+        .unwrap();
+    let _ = python.kill();
+    let _ = python.wait();
+    ok(&trusted);
     assert!(
-        text(&out).1.contains(
-            "warning: OpenTelemetry: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: \
-             `https://collector:4318/v1/traces` is https"
-        ),
+        !text(&trusted).1.contains("OpenTelemetry"),
         "{:?}",
-        text(&out)
+        text(&trusted)
+    );
+    let traces = std::fs::read_to_string(received.join("v1_traces.json")).unwrap();
+    assert!(traces.contains("dirthara.command"), "{traces}");
+    assert!(received.join("v1_metrics.json").exists());
+    ok(&untrusted);
+    let (_, stderr) = text(&untrusted);
+    assert!(
+        stderr.contains(&format!(
+            "warning: OpenTelemetry: the traces of this run were not exported to \
+             {endpoint}/v1/traces:"
+        )) && stderr.contains("UnknownIssuer"),
+        "{stderr}"
     );
 }

@@ -44,11 +44,14 @@ impl Signal {
 /// Where one signal goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Destination {
-    /// `http://host:port/path`.
+    /// `http://host:port/path` or `https://…`.
     pub(crate) url: String,
     /// Sent with every request (an API key, a tenant).
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) timeout: Duration,
+    /// `https`: a PEM file of the certificates to trust besides the web's roots
+    /// (`OTEL_EXPORTER_OTLP_CERTIFICATE`, a private CA's).
+    pub(crate) certificate: Option<std::path::PathBuf>,
 }
 
 /// The caller's trace, to join (W3C trace context).
@@ -157,20 +160,12 @@ fn destination(
         }
     }
     match url::Url::parse(&url) {
-        Ok(parsed) if parsed.scheme() == "http" && parsed.host_str().is_some() => {}
-        Ok(parsed) if parsed.scheme() == "https" => {
-            warnings.push(format!(
-                "{url_var}: `{url}` is https, which dirthara cannot export to yet; no {} are \
-                 exported. Send them to a local OpenTelemetry Collector over http (it forwards \
-                 over TLS)",
-                signal.noun()
-            ));
-            return None;
-        }
+        Ok(parsed)
+            if matches!(parsed.scheme(), "http" | "https") && parsed.host_str().is_some() => {}
         _ => {
             warnings.push(format!(
-                "{url_var}: `{url}` is not an http:// URL (e.g. `http://localhost:4318`); no {} \
-                 are exported",
+                "{url_var}: `{url}` is not an http:// or https:// URL (e.g. \
+                 `http://localhost:4318`); no {} are exported",
                 signal.noun()
             ));
             return None;
@@ -203,10 +198,14 @@ fn destination(
             }
         },
     };
+    let certificate = var(&format!("OTEL_EXPORTER_OTLP_{upper}_CERTIFICATE"))
+        .or_else(|| var("OTEL_EXPORTER_OTLP_CERTIFICATE"))
+        .map(std::path::PathBuf::from);
     Some(Destination {
         url,
         headers,
         timeout,
+        certificate,
     })
 }
 
@@ -367,11 +366,25 @@ mod tests {
         let (settings, warnings) = read(env(&vars));
         assert_eq!(settings, None);
         assert!(warnings[0].contains("`grpc`"), "{warnings:?}");
-        let https = [("OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4318")];
-        let (settings, warnings) = read(env(&https));
+        let ftp = [("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://c:4318")];
+        let (settings, warnings) = read(env(&ftp));
         assert_eq!(settings, None);
         assert_eq!(warnings.len(), 2);
-        assert!(warnings[0].contains("is https"), "{warnings:?}");
+        assert!(
+            warnings[0].contains("not an http:// or https:// URL"),
+            "{warnings:?}"
+        );
+        let https = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "https://c:4318"),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem"),
+        ];
+        let (settings, warnings) = read(env(&https));
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let traces = settings.unwrap().traces.unwrap();
+        assert_eq!(
+            traces.certificate.unwrap(),
+            std::path::Path::new("/etc/ca.pem")
+        );
     }
 
     #[test]
