@@ -17,8 +17,8 @@ pub struct FleetSettings {
     /// How the fleet runs.
     pub options: FleetOptions,
     /// `[fleet] shard = "auto"` (or `"auto/N"`): the shard to read from the orchestrator's
-    /// environment when the command runs ([`ShardSpec::resolve`]), unless `options.shard` is
-    /// set by then (`--shard I/N`). [`Fleet::targets`](../../dirthara/fleet/struct.Fleet.html)
+    /// environment when the command runs ([`ShardSpec::resolve`](super::ShardSpec::resolve)),
+    /// unless `options.shard` is set by then (`--shard I/N`). The library's `Fleet::targets`
     /// resolves it from the process's environment; the CLI from its own (`.env` included).
     pub shard_auto: Option<super::ShardSpec>,
 }
