@@ -821,6 +821,61 @@ async fn statements_that_cannot_run_in_a_transaction_are_settled_at_load() {
     );
 }
 
+/// Flyway's script configuration, `V<n>__x.sql.conf` beside its script:
+/// `executeInTransaction=false` runs the script outside a transaction, as Flyway runs it, and
+/// the refusal of a script that needs it names that file; a setting dirthara does not apply
+/// (`shouldExecute`) is refused at load, naming it, before anything runs.
+#[tokio::test]
+async fn a_flyway_script_configuration_runs_its_script_outside_a_transaction() {
+    let Some(db) = TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    let m = Migrations::new();
+    let write = |file: &str, text: &str| std::fs::write(m.path().join(file), text).unwrap();
+    write("V1__create_t.sql", "CREATE TABLE t (a int);\n");
+    write(
+        "V2__index.sql",
+        "ANALYZE t;\nCREATE INDEX CONCURRENTLY t_a ON t (a);\n",
+    );
+    let refused = run(&db, &m, &["migrate"]);
+    refused.failed("INVALID_MIGRATION");
+    assert!(
+        refused
+            .stderr
+            .contains("V2__index.sql: line 2: `CREATE INDEX CONCURRENTLY` cannot run")
+            && refused.stderr.contains(
+                "add `executeInTransaction=false` to its Flyway script configuration, a file \
+                 named as the script with `.conf` added (`V1__x.sql.conf`)"
+            ),
+        "{}",
+        refused.stderr
+    );
+    write(
+        "V2__index.sql.conf",
+        "# as Flyway runs it\nexecuteInTransaction=false\nencoding=UTF-8\n",
+    );
+    let ran = run(&db, &m, &["migrate"]);
+    assert!(!ran.ok().stderr.contains(".conf"), "{}", ran.stderr);
+    let indexes = db
+        .strings("SELECT indexname FROM pg_indexes WHERE tablename = 't'")
+        .await;
+    assert_eq!(indexes, ["t_a"]);
+
+    write("V3__u.sql", "CREATE TABLE u (a int);\n");
+    write("V3__u.sql.conf", "shouldExecute=false\n");
+    let refused = run(&db, &m, &["migrate"]);
+    refused.failed("INVALID_MIGRATION");
+    assert!(
+        refused.stderr.contains(
+            "V3__u.sql.conf: line 1: `shouldExecute` is a Flyway script setting dirthara does \
+             not apply"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert!(!db.tables().await.contains(&"u".to_string()));
+}
+
 /// A server error whose message, DETAIL and HINT span several lines stays one block: every
 /// line after the first of each is indented like the block's other lines.
 #[tokio::test]

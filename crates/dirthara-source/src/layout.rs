@@ -219,10 +219,14 @@ pub(crate) fn flyway(path: &Path, file_name: &str, findings: &mut Findings) -> O
         return None;
     }
     match parse_version(version).and_then(|v| check_name(name).map(|()| v)) {
-        Ok(v) => Some(Entry {
-            layout: Layout::Flyway,
-            parts: vec![part((v, name.into(), role), StepFormat::Sql, path, None)],
-        }),
+        Ok(v) => {
+            let mut part = part((v, name.into(), role), StepFormat::Sql, path, None);
+            part.no_transaction = flyway_script_config(path, findings)?;
+            Some(Entry {
+                layout: Layout::Flyway,
+                parts: vec![part],
+            })
+        }
         Err(reason) => {
             findings.problem(
                 path,
@@ -231,6 +235,66 @@ pub(crate) fn flyway(path: &Path, file_name: &str, findings: &mut Findings) -> O
             None
         }
     }
+}
+
+/// The extension of Flyway's script configuration file, `V1__x.sql.conf` beside `V1__x.sql`.
+pub(crate) const SCRIPT_CONFIG_SUFFIX: &str = ".conf";
+
+/// Flyway's script configuration of `script`, the `<script>.conf` beside it, if there is one:
+/// whether it runs the script outside a transaction (`executeInTransaction=false`, as Flyway
+/// runs it). `encoding` may say UTF-8, what dirthara reads anyway. Any other key is refused,
+/// naming it: the script would otherwise run differently from Flyway without a word. `None`
+/// after reporting why the file is refused.
+fn flyway_script_config(script: &Path, findings: &mut Findings) -> Option<bool> {
+    let mut config = script.as_os_str().to_owned();
+    config.push(SCRIPT_CONFIG_SUFFIX);
+    let config = PathBuf::from(config);
+    if !config.is_file() {
+        return Some(false);
+    }
+    let text = match read_text(&config) {
+        Ok(text) => text,
+        Err(reason) => {
+            findings.problem(&config, reason);
+            return None;
+        }
+    };
+    let mut outside = false;
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with(['#', '!']) {
+            continue;
+        }
+        let at = number + 1;
+        let Some((key, value)) = line.split_once('=') else {
+            findings.problem(&config, format!("line {at}: `{line}` is not `key=value`"));
+            return None;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        let refused = match key {
+            "executeInTransaction" if value.eq_ignore_ascii_case("false") => {
+                outside = true;
+                None
+            }
+            "executeInTransaction" if value.eq_ignore_ascii_case("true") => None,
+            "executeInTransaction" => Some(format!("`{value}` is neither true nor false")),
+            "encoding" if matches!(value.to_ascii_uppercase().as_str(), "UTF-8" | "UTF8") => None,
+            "encoding" => Some(format!(
+                "dirthara reads migrations as UTF-8, not `{value}`; convert the script and write \
+                 encoding=UTF-8 (or remove the line)"
+            )),
+            other => Some(format!(
+                "`{other}` is a Flyway script setting dirthara does not apply (it applies \
+                 `executeInTransaction` and `encoding`); remove it, or keep running this \
+                 migration with Flyway"
+            )),
+        };
+        if let Some(reason) = refused {
+            findings.problem(&config, format!("line {at}: {reason}"));
+            return None;
+        }
+    }
+    Some(outside)
 }
 
 /// Whether a folder name reads as a Diesel migration's: `<version>_<name>`, the version

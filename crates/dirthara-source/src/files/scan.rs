@@ -95,6 +95,11 @@ pub(super) fn scan_directory(
             continue;
         }
         if format_of(file_name).is_none() {
+            // Flyway's script configuration is read with its script (`layout::flyway`).
+            let script = file_name.strip_suffix(layout::SCRIPT_CONFIG_SUFFIX);
+            if script.is_some_and(|script| is_flyway_name(script) && dir.join(script).is_file()) {
+                continue;
+            }
             if looks_like_migration(file_name) {
                 findings.skip(
                     &path,

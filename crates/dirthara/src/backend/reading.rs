@@ -132,6 +132,10 @@ fn outside_transaction(
             "` transaction:false` to its `-- migrate:up` (or `-- migrate:down`) line"
         }
         Some(Layout::Diesel) => "`run_in_transaction = false` to the folder's `metadata.toml`",
+        Some(Layout::Flyway) => {
+            "`executeInTransaction=false` to its Flyway script configuration, a file named as \
+             the script with `.conf` added (`V1__x.sql.conf`)"
+        }
         _ => "`-- dirthara:no-transaction` as its first line (sqlx: `-- no-transaction`)",
     };
     Err(Problem::new(

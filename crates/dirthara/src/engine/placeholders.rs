@@ -223,7 +223,9 @@ impl Migrator {
         let configured = (self.config.placeholders.iter())
             .filter(|(name, value)| is_secret_name(name) && !value.is_empty())
             .map(|(_, value)| value.clone());
-        let environment = std::env::vars()
+        // `vars_os`: `vars` panics on a variable that is not UTF-8, which is no secret of ours.
+        let environment = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value.into_string().ok()?)))
             .filter(|(name, value)| is_secret_name(&name.to_ascii_lowercase()) && value.len() >= 4)
             .map(|(_, value)| value);
         configured.chain(environment).collect()
