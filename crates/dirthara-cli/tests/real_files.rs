@@ -935,3 +935,44 @@ async fn a_server_answering_read_only_is_reported_as_a_lost_writer() {
     assert!(stderr.contains("the server answered read-only"), "{stderr}");
     assert!(!db.tables().await.contains(&"after_demotion".to_string()));
 }
+
+/// MariaDB made read-only under an application's login (a primary demoted by a failover, or
+/// an operator's `SET GLOBAL read_only`), on a private server of the test's own: the next
+/// migration's first write (its `running` marker) is refused with MySQL error 1290, and the run
+/// reports the connection lost to a read-only server, not a broken history; nothing of that
+/// migration is applied.
+#[tokio::test]
+async fn a_server_demoted_to_read_only_under_an_application_login_is_a_lost_writer() {
+    use support::private_server::PrivateServer;
+    let Some(server) = PrivateServer::start_or_skip(Server::Mysql) else {
+        return;
+    };
+    let db = TestDb::try_create_at(Server::Mysql, &server.admin_url())
+        .await
+        .unwrap();
+    // Not root: read_only stops every login without READ ONLY ADMIN (or SUPER).
+    let app = db.user("app", "app_pw").await;
+    db.execute(&format!("GRANT ALL ON {}.* TO '{}'@'%'", db.name, app.name))
+        .await;
+    let url = app.url(&db.url);
+    let m = Migrations::new();
+    m.add(1, "before", "CREATE TABLE before_demotion (id int)", None);
+    let first = dirthara(&url, m.path(), &["migrate"]).output().unwrap();
+    assert_eq!(first.status.code(), Some(0), "{:?}", text(&first));
+    m.add(2, "after", "CREATE TABLE after_demotion (id int)", None);
+    db.execute("SET GLOBAL read_only = ON").await;
+    let output = dirthara(&url, m.path(), &["migrate"]).output().unwrap();
+    let (_, stderr) = text(&output);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("running with the --read-only option"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("connection to the database was lost")
+            && stderr.contains("the server answered read-only"),
+        "{stderr}"
+    );
+    db.execute("SET GLOBAL read_only = OFF").await;
+    assert!(!db.tables().await.contains(&"after_demotion".to_string()));
+}

@@ -82,6 +82,17 @@ impl<D: SqlDriver> SqlBackend<D> {
                 error,
             );
         }
+        // A read-only answer (a primary demoted by a failover) or a dropped session: said as
+        // the lost connection it is, with why, as a step's error says it.
+        let (facts, _) = error.facts();
+        if facts.connection_lost {
+            let why = (facts.hint.clone()).unwrap_or_else(|| "the session ended".to_string());
+            let message = format!(
+                "{}; the connection to the database was lost: {why}",
+                database_message(&error)
+            );
+            return Error::history(&self.connection, message).caused_by(error);
+        }
         Error::history(&self.connection, database_message(&error)).caused_by(error)
     }
 
