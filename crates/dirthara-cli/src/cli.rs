@@ -336,6 +336,31 @@ pub(crate) struct RollbackArgs {
     pub all: bool,
 }
 
+impl RollbackArgs {
+    /// How far these arguments reverse: the last batch unless one of them says otherwise.
+    pub(crate) fn scope(&self) -> dirthara::RollbackScope {
+        use dirthara::RollbackScope;
+        match (self.steps, self.to, self.all) {
+            (Some(n), _, _) => RollbackScope::Steps(n as usize),
+            (_, Some(v), _) => RollbackScope::To(v),
+            (_, _, true) => RollbackScope::All,
+            _ => RollbackScope::LastBatch,
+        }
+    }
+}
+
+/// `wait --timeout`, held to the setting's bounds: out of them, a `CONFIG_ERROR` naming the
+/// flag.
+pub(crate) fn wait_timeout(
+    timeout: Option<Duration>,
+) -> Result<Option<Duration>, crate::error::CliError> {
+    let Some(timeout) = timeout else {
+        return Ok(None);
+    };
+    let flag = config::Origin::Named("--timeout");
+    Ok(Some(config::WAIT_TIMEOUT.accept(timeout, flag)?))
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum PreviewCommand {
     #[command(visible_alias = "up")]

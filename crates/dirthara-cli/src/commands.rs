@@ -9,7 +9,7 @@ use clap_complete::Generator;
 use dirthara::{Command as Plan, Migrator, Resolution, RollbackScope};
 use tokio::sync::watch;
 
-use crate::cli::{Cli, Command, PreviewCommand, RollbackArgs};
+use crate::cli::{wait_timeout, Cli, Command, PreviewCommand};
 use crate::error::{CliError, IoAction, NotConfirmed};
 use crate::exit::{Failure, Signal};
 use crate::render::Renderer;
@@ -106,7 +106,7 @@ async fn run(
 
     match cli.command {
         Command::Migrate => ran(&migrator.migrate().await?),
-        Command::Rollback(args) => ran(&migrator.rollback(rollback_scope(&args)).await?),
+        Command::Rollback(args) => ran(&migrator.rollback(args.scope()).await?),
         Command::Down => ran(&migrator.rollback(RollbackScope::Steps(1)).await?),
         Command::To { target } => ran(&migrator.migrate_to(target).await?),
         Command::Refresh => ran(&migrator.refresh().await?),
@@ -117,7 +117,7 @@ async fn run(
         Command::Preview { command } => {
             let plan = match command {
                 PreviewCommand::Migrate => Plan::Migrate,
-                PreviewCommand::Rollback(args) => Plan::Rollback(rollback_scope(&args)),
+                PreviewCommand::Rollback(args) => Plan::Rollback(args.scope()),
                 PreviewCommand::Down => Plan::Rollback(RollbackScope::Steps(1)),
                 PreviewCommand::To { target } => Plan::MigrateTo(target),
                 PreviewCommand::Refresh => Plan::Refresh,
@@ -188,28 +188,6 @@ fn write_document(
             Err(CliError::io(IoAction::WriteStdout(what))(e))
         }
         _ => Ok(()),
-    }
-}
-
-/// `wait --timeout`, held to its setting's bound.
-pub(crate) fn wait_timeout(
-    timeout: Option<std::time::Duration>,
-) -> Result<Option<std::time::Duration>, CliError> {
-    let Some(timeout) = timeout else {
-        return Ok(None);
-    };
-    let flag = dirthara::cli_support::Origin::Named("--timeout");
-    Ok(Some(
-        dirthara::cli_support::WAIT_TIMEOUT.accept(timeout, flag)?,
-    ))
-}
-
-pub(crate) fn rollback_scope(args: &RollbackArgs) -> RollbackScope {
-    match (args.steps, args.to, args.all) {
-        (Some(n), _, _) => RollbackScope::Steps(n as usize),
-        (_, Some(v), _) => RollbackScope::To(v),
-        (_, _, true) => RollbackScope::All,
-        _ => RollbackScope::LastBatch,
     }
 }
 

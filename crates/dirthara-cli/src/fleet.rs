@@ -5,8 +5,7 @@ use dirthara::fleet::{Fleet, FleetCommand, FleetReport, Outcome, TargetSource};
 use dirthara::{Command as Plan, Migrator, Resolution, RollbackScope};
 use tokio::sync::watch;
 
-use crate::cli::{Command, PreviewCommand};
-use crate::commands::{rollback_scope, wait_timeout};
+use crate::cli::{wait_timeout, Command, PreviewCommand};
 use crate::error::{CliError, FleetIncomplete};
 use crate::render::Renderer;
 use crate::summary::Facts;
@@ -94,7 +93,7 @@ pub(crate) fn for_target(source: &TargetSource, target: &str, text: &str) -> Str
 fn fleet_command(command: Command) -> Result<FleetCommand, CliError> {
     Ok(match command {
         Command::Migrate => FleetCommand::Run(Plan::Migrate),
-        Command::Rollback(args) => FleetCommand::Run(Plan::Rollback(rollback_scope(&args))),
+        Command::Rollback(args) => FleetCommand::Run(Plan::Rollback(args.scope())),
         Command::Down => FleetCommand::Run(Plan::Rollback(RollbackScope::Steps(1))),
         Command::To { target } => FleetCommand::Run(Plan::MigrateTo(target)),
         Command::Baseline(args) if args.from.from.is_none() => {
@@ -116,7 +115,7 @@ fn fleet_command(command: Command) -> Result<FleetCommand, CliError> {
         Command::Status { .. } => FleetCommand::Status,
         Command::Preview { command } => FleetCommand::Preview(match command {
             PreviewCommand::Migrate => Plan::Migrate,
-            PreviewCommand::Rollback(args) => Plan::Rollback(rollback_scope(&args)),
+            PreviewCommand::Rollback(args) => Plan::Rollback(args.scope()),
             PreviewCommand::Down => Plan::Rollback(RollbackScope::Steps(1)),
             PreviewCommand::To { target } => Plan::MigrateTo(target),
             PreviewCommand::Refresh => Plan::Refresh,
