@@ -12,6 +12,7 @@ mod fleet;
 mod read;
 mod settings;
 mod shard_auto;
+mod spelling;
 mod value;
 
 use std::collections::BTreeMap;
@@ -24,8 +25,9 @@ pub use env::{is_setting_variable, unknown_variables, UnknownVariable};
 pub use file::check_jobs;
 pub use fleet::{Canary, FleetOptions, FleetSettings, SearchPath, Shard, Target, TargetSource};
 pub use read::{read_config_file, MAX_CONFIG_FILE_BYTES};
-pub use settings::{nearest, setting_named, FileForm, SettingRow, SETTINGS};
+pub use settings::{setting_named, FileForm, SettingRow, SETTINGS};
 pub use shard_auto::{ShardSpec, SHARD_COUNT_VARIABLE, SHARD_INDEX_VARIABLES};
+pub use spelling::nearest;
 pub use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE,

@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-use super::settings::{nearest, SETTINGS};
+use super::settings::SETTINGS;
 use super::shard_auto::SHARD_COUNT_VARIABLE;
+use super::spelling::nearest;
 use super::value::{parse_directory_list, Origin};
 use super::Config;
 use crate::error::Result;

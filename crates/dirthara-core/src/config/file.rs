@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::settings::{nearest, FileForm, SettingRow, SETTINGS};
+use super::settings::{FileForm, SettingRow, SETTINGS};
+use super::spelling::nearest;
 use super::value::Origin;
 use super::{Canary, Config, FleetSettings, Layout, SearchPath, ShardSpec, TargetSource};
 use crate::error::{Error, Result};

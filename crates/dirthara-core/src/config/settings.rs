@@ -196,39 +196,10 @@ pub fn setting_named(name: &str) -> Option<&'static SettingRow> {
         .find(|row| row.key == name || row.env == name || row.flag == name)
 }
 
-/// The known name most like `unknown` among `known`, if one is close enough to be what was
-/// meant (a typo, a letter case, a missing or doubled letter).
-pub fn nearest<'a>(unknown: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let unknown = unknown.to_ascii_lowercase();
-    known
-        .into_iter()
-        .map(|name| (edit_distance(&unknown, &name.to_ascii_lowercase()), name))
-        .filter(|&(distance, name)| distance <= (name.len() / 3).max(2))
-        .min_by_key(|&(distance, _)| distance)
-        .map(|(_, name)| name)
-}
-
-/// Levenshtein distance, in characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != cb))
-                .min(row[j] + 1)
-                .min(above + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::nearest;
 
     #[test]
     fn every_name_is_unique_and_follows_from_the_key() {
@@ -277,6 +248,5 @@ mod tests {
             Some("DIRTHARA_LOCK_WAIT")
         );
         assert_eq!(nearest("DIRTHARA_COLOUR", envs()), None);
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
     }
 }

@@ -297,7 +297,7 @@ pub const LINT_DISABLE: Setting<std::collections::BTreeSet<String>> = Setting {
         None => Ok(()),
         Some(unknown) => {
             let known = dirthara_ddl::RULES.iter().map(|rule| rule.name);
-            Err(match super::settings::nearest(unknown, known) {
+            Err(match super::spelling::nearest(unknown, known) {
                 Some(meant) => format!("`{unknown}` is no rule; did you mean `{meant}`?"),
                 None => format!("`{unknown}` is no rule; `dirthara lint --rules` lists them"),
             })
