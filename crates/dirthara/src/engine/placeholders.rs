@@ -231,9 +231,11 @@ impl Migrator {
         configured.chain(environment).collect()
     }
 
-    /// `text` with every secret value shown as [`MASK`].
-    pub(crate) fn masked(&self, text: &str) -> String {
-        mask(text, &self.secret_values())
+    /// What shows a text with every secret value as [`MASK`]: the secrets (the environment's
+    /// among them) gathered once, for every text it is given.
+    pub(crate) fn masker(&self) -> impl Fn(&str) -> String {
+        let secrets = self.secret_values();
+        move |text| mask(text, &secrets)
     }
 
     /// `error` with every secret value in the database's words shown as [`MASK`].

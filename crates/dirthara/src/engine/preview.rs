@@ -122,6 +122,7 @@ impl Migrator {
         preview.batch = (planned.steps.iter())
             .any(|s| s.direction == Direction::Up)
             .then_some(planned.batch);
+        let masked = self.masker();
         preview.steps = (planned.steps.iter())
             .map(|s| {
                 let mut step = PreviewStep::new(
@@ -129,7 +130,7 @@ impl Migrator {
                     &s.migration.name,
                     s.direction,
                     &s.migration.connection,
-                    self.masked(s.text()),
+                    masked(s.text()),
                 );
                 step.transactional = s.migration.transactional_in(s.direction);
                 step.own_transaction =
