@@ -92,3 +92,34 @@ async fn an_up_step_blank_to_mariadb_is_refused_before_anything_is_applied() {
         "nothing was created or recorded: {tables:?}"
     );
 }
+
+/// A bad file is reported as soon as it is read, even when the server cannot be reached and
+/// the connection attempt beside the loading would retry for an hour (`--connect-timeout`):
+/// the attempt is dropped, not waited for. Before, the refusal came only after the retries.
+#[test]
+fn a_bad_file_is_reported_without_waiting_for_an_unreachable_server() {
+    let project = support::project::Project::new();
+    project.migration("1_empty.up.sql", "-- nothing here\n");
+    let port = support::pgbouncer::free_port();
+    for url in [
+        format!("postgres://postgres@127.0.0.1:{port}/app"),
+        format!("mysql://root@127.0.0.1:{port}/app"),
+        format!("mongodb://127.0.0.1:{port}/app?directConnection=true"),
+    ] {
+        let cmd = dirthara(
+            &url,
+            &project.migrations_dir(),
+            &["--connect-timeout", "1h", "migrate"],
+        );
+        // A deadlock watchdog, not a speed target: the fault it guards waits an hour.
+        let out =
+            support::wait_with_watchdog(support::spawn(cmd), std::time::Duration::from_secs(90));
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{url}: {stdout}{stderr}");
+        assert!(
+            // A first "waiting for database" line may come before: the attempt starts at once.
+            stderr.contains("Error [INVALID_MIGRATION]:") && stderr.contains("1_empty.up.sql"),
+            "{url}: {stderr}"
+        );
+    }
+}

@@ -369,7 +369,8 @@ impl Migrator {
     /// `locking = true`) is refused before connecting. On a database server the connection
     /// is opened while the files are read (connecting changes nothing; the lock is taken only
     /// once every file loaded): a no-op `migrate` then costs the slower of the two, not both.
-    /// A failure to load wins over a failure to connect, as if one came after the other.
+    /// A failure to load wins over a failure to connect, as if one came after the other, and
+    /// is returned as soon as it is known, without waiting for the connection attempt.
     /// With `runs_steps`, every connection a migration names must have a URL too.
     async fn load_and_connect(
         &self,
@@ -408,7 +409,17 @@ impl Migrator {
                     Ok(available)
                 };
                 let connecting = self.connect(connections, connection, operation, false);
-                let (loaded, connected) = tokio::join!(loading, connecting);
+                tokio::pin!(loading, connecting);
+                // A file that fails to load is reported at once: the connection attempt
+                // (which may be retrying an unreachable server for `--connect-timeout`)
+                // is dropped rather than waited for.
+                let (loaded, connected) = tokio::select! {
+                    loaded = &mut loading => match loaded {
+                        Err(error) => return Err(error),
+                        Ok(available) => (Ok(available), connecting.await),
+                    },
+                    connected = &mut connecting => (loading.await, connected),
+                };
                 match (loaded, connected) {
                     (Ok(available), Ok(history)) => Ok((available, history)),
                     (Err(error), Ok(history)) => {
