@@ -252,6 +252,10 @@ pub(crate) enum Command {
         /// Create only an up file (an irreversible migration)
         #[arg(long)]
         irreversible: bool,
+        /// Create a repeatable migration, `R__<name>.sql`: applied after the versioned ones,
+        /// and again whenever its text changes (views, functions, grants)
+        #[arg(long, conflicts_with = "irreversible")]
+        repeatable: bool,
         /// Create MongoDB JSON command files instead of SQL
         #[arg(long)]
         mongo: bool,

@@ -13,7 +13,7 @@ use crate::cli::{wait_timeout, Cli, Command, PreviewCommand};
 use crate::error::{CliError, IoAction, NotConfirmed};
 use crate::exit::{Failure, Signal};
 use crate::render::Renderer;
-use crate::scaffold::create_migration;
+use crate::scaffold::{create_migration, create_repeatable};
 use crate::settings::{build_config, new_migration_dir};
 use crate::summary::Facts;
 use crate::telemetry::Export;
@@ -61,6 +61,7 @@ async fn run(
         Command::New {
             name,
             irreversible,
+            repeatable,
             mongo,
         } => {
             let config = build_config(&cli.global, &renderer)?;
@@ -71,7 +72,10 @@ async fn run(
             };
             let dir = new_migration_dir(&config)?;
             let layout = config.layouts.get(&dir).copied();
-            let created = create_migration(&dir, layout, name, *irreversible, kind)?;
+            let created = match repeatable {
+                true => create_repeatable(&dir, name, kind)?,
+                false => create_migration(&dir, layout, name, *irreversible, kind)?,
+            };
             renderer.created(&created.paths, &created.notes);
             return Ok(());
         }
@@ -136,6 +140,8 @@ async fn run(
                 status
                     .migrations
                     .retain(|m| m.state == dirthara::MigrationState::Dirty);
+                // A repeatable that failed is never dirty: the next `migrate` applies it again.
+                status.repeatables.clear();
             }
             renderer.status(&status, dirty);
         }

@@ -6,7 +6,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use dirthara::{DirectoryLayout, Layout};
-use dirthara_source::scaffold::{new_migration_files, NewMigration, Refusal, Template};
+use dirthara_source::scaffold::{
+    new_migration_files, new_repeatable_file, NewFile, NewMigration, Refusal, Template,
+};
 
 use crate::error::{CliError, IoAction, NewRefused};
 
@@ -60,24 +62,7 @@ pub(crate) fn create_migration(
                 },
             }
         })?;
-    std::fs::create_dir_all(dir).map_err(CliError::io(IoAction::CreateMigrationDirectory(
-        dir.to_path_buf(),
-    )))?;
-    for file in &files {
-        if let Some(parent) = file.path.parent() {
-            std::fs::create_dir_all(parent).map_err(CliError::io(IoAction::CreateDirectory(
-                parent.to_path_buf(),
-            )))?;
-        }
-        let mut written = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&file.path)
-            .map_err(CliError::io(IoAction::CreateFile(file.path.clone())))?;
-        written
-            .write_all(file.text.as_bytes())
-            .map_err(CliError::io(IoAction::WriteFile(file.path.clone())))?;
-    }
+    write_new_files(dir, &files)?;
     let mut notes = Vec::new();
     if let Some(up) = files.first() {
         let what = match template {
@@ -102,6 +87,58 @@ pub(crate) fn create_migration(
         paths: files.into_iter().map(|file| file.path).collect(),
         notes,
     })
+}
+
+/// Writes a repeatable migration `R__<name>` into `dir` (created if needed), whatever the
+/// directory's layout: every layout runs it.
+pub(crate) fn create_repeatable(
+    dir: &Path,
+    name: &str,
+    template: Template,
+) -> Result<Created, CliError> {
+    let file = new_repeatable_file(dir, name, template).map_err(|refusal| match refusal {
+        Refusal::BadName(reason) => NewRefused::BadName {
+            name: name.to_string(),
+            reason,
+        },
+        Refusal::JsonInSqlLayout(layout) => NewRefused::MongoInSqlLayout {
+            dir: dir.to_path_buf(),
+            layout,
+        },
+    })?;
+    write_new_files(dir, std::slice::from_ref(&file))?;
+    let note = format!(
+        "write its statements in `{}`, written to run again (`CREATE OR REPLACE`): until it has \
+         something to run, it is refused (INVALID_MIGRATION, empty up)",
+        file.path.display()
+    );
+    Ok(Created {
+        paths: vec![file.path],
+        notes: vec![note],
+    })
+}
+
+/// Writes `files` into `dir` (created if needed), never over an existing file.
+fn write_new_files(dir: &Path, files: &[NewFile]) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir).map_err(CliError::io(IoAction::CreateMigrationDirectory(
+        dir.to_path_buf(),
+    )))?;
+    for file in files {
+        if let Some(parent) = file.path.parent() {
+            std::fs::create_dir_all(parent).map_err(CliError::io(IoAction::CreateDirectory(
+                parent.to_path_buf(),
+            )))?;
+        }
+        let mut written = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&file.path)
+            .map_err(CliError::io(IoAction::CreateFile(file.path.clone())))?;
+        written
+            .write_all(file.text.as_bytes())
+            .map_err(CliError::io(IoAction::WriteFile(file.path.clone())))?;
+    }
+    Ok(())
 }
 
 /// The one layout of the files in `dir`; dirthara's own for a new or empty directory. Told

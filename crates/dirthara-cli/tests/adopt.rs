@@ -361,3 +361,74 @@ async fn every_layout_applies_and_rolls_back_on_postgres() {
 async fn every_layout_applies_and_rolls_back_on_mariadb() {
     every_layout_applies_and_rolls_back(Server::Mysql).await;
 }
+
+/// Flyway's repeatable migrations (`R__`, rows without a version): one whose latest run
+/// succeeded with the text its file has now is recorded as applied, so switching does not
+/// apply it again; an edited one, or one whose latest run failed, is left for `migrate`, as
+/// Flyway would apply it. The checksums below are Flyway's (a CRC-32 of the lines without
+/// their endings, as a signed integer), computed with Python's `zlib.crc32`.
+async fn flyway_repeatables_are_adopted_when_unchanged(server: Server) {
+    let Some(db) = TestDb::create(server).await else {
+        return;
+    };
+    let dir = scratch_dir();
+    write_files(dir.path(), Files::Flyway, &[1]);
+    let repeatable = |name: &str, value: i64| {
+        let text = format!("INSERT INTO adopt_t1 VALUES ({value});\n");
+        std::fs::write(dir.path().join(format!("R__{name}.sql")), text).unwrap();
+    };
+    repeatable("same", 1);
+    repeatable("edited", 2);
+    repeatable("failed", 3);
+    db.execute("CREATE TABLE adopt_t1 (id INT)").await;
+    let table = "flyway_schema_history";
+    db.execute(&history_sql("flyway", server, table, &[1], false))
+        .await;
+    let success = if server == Server::Postgres {
+        ["TRUE", "FALSE"]
+    } else {
+        ["1", "0"]
+    };
+    for (rank, script, checksum, ok) in [
+        (10, "R__same.sql", -1418276834, success[0]),
+        (11, "R__edited.sql", -535098664, success[0]),
+        (12, "R__failed.sql", -1460534160, success[1]),
+    ] {
+        db.execute(&format!(
+            "INSERT INTO {table} (installed_rank, version, description, type, script, checksum, \
+             installed_by, execution_time, success) VALUES ({rank}, NULL, 'r', 'SQL', \
+             '{script}', {checksum}, 'app', 1, {ok})"
+        ))
+        .await;
+    }
+    let context = format!("flyway repeatables on {}", server.name());
+    let adopted = run(&db, dir.path(), &["baseline", "--from", "flyway"]);
+    adopted.ok(&context);
+    assert!(
+        adopted
+            .stdout
+            .contains("recorded as applied (not run) R__same (repeatable")
+            && !adopted.stdout.contains("R__edited")
+            && !adopted.stdout.contains("R__failed"),
+        "{context}: {}",
+        adopted.stdout
+    );
+    let migrated = run(&db, dir.path(), &["migrate"]);
+    migrated.ok(&context);
+    let mut rows = db
+        .strings("SELECT CAST(id AS CHAR(10)) FROM adopt_t1")
+        .await;
+    rows = rows.iter().map(|r| r.trim().to_string()).collect();
+    rows.sort();
+    assert_eq!(rows, ["2", "3"], "{context}: {}", migrated.stdout);
+}
+
+#[tokio::test]
+async fn flyway_repeatables_are_adopted_when_unchanged_on_postgres() {
+    flyway_repeatables_are_adopted_when_unchanged(Server::Postgres).await;
+}
+
+#[tokio::test]
+async fn flyway_repeatables_are_adopted_when_unchanged_on_mariadb() {
+    flyway_repeatables_are_adopted_when_unchanged(Server::Mysql).await;
+}

@@ -82,6 +82,9 @@ pub enum ErrorKind {
         /// database that commits schema changes at once (MySQL/MariaDB) such a step can
         /// still leave part of itself behind, and be `left_dirty`.
         transactional: bool,
+        /// A repeatable migration (`R__<name>`; `version` means nothing): the next `migrate`
+        /// applies it again, and it is never left dirty.
+        repeatable: bool,
     },
     /// A migration's statement could not get its table (or metadata) lock within
     /// `table_lock_timeout`, attempt after attempt, until `table_lock_retry_for` ran out.

@@ -202,6 +202,9 @@ pub enum EventKind {
         /// An empty or comment-only down step: recorded, nothing sent.
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         reverses_nothing: bool,
+        /// A repeatable migration (`R__<name>`; `version` means nothing).
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        repeatable: bool,
     },
     /// `wait` begins (before it connects): what it waits for, and where.
     WaitStarted {

@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 mod digest;
+mod repeatables;
 pub use digest::HistoryDigest;
+pub use repeatables::{repeatables_table, AppliedRepeatable, RepeatableChange};
 
 /// Version of the history's own layout (tables/columns). Bumped whenever the layout
 /// changes: a newer dirthara upgrades an older layout in place under the lock, and an older

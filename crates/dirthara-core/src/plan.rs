@@ -15,10 +15,17 @@ use crate::vocabulary::Operation;
 
 mod adoption;
 mod records;
+mod repeatables;
 pub mod retry;
-pub use adoption::{plan_adoption, AdoptionPlan, ForeignFailure, ForeignHistory, Through};
+pub use adoption::{
+    adoptable_repeatables, flyway_checksum, plan_adoption, AdoptionPlan, ForeignFailure,
+    ForeignHistory, Through,
+};
 pub use records::Resolution;
 pub use records::{plan_baseline, plan_resolution, recorded_without_running, Recording};
+pub use repeatables::{
+    repeatable_checksum, repeatable_status, repeatables_to_apply, RepeatableState, RepeatableStatus,
+};
 
 /// What a rollback reverses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

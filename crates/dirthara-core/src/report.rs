@@ -104,6 +104,10 @@ pub struct PreviewStep {
     /// transaction, rolling-deploy hazards.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub findings: Vec<crate::blocking::StepFinding>,
+    /// A repeatable migration (`R__<name>`; `version` means nothing), applied after the
+    /// versioned steps because its text is not the one last applied.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repeatable: bool,
 }
 
 fn serialize_opt_ms<S: serde::Serializer>(
@@ -141,6 +145,7 @@ impl PreviewStep {
             table_locks: None,
             sql: sql.into(),
             findings: Vec::new(),
+            repeatable: false,
         }
     }
 }
@@ -260,6 +265,9 @@ pub struct OtherLock {
 pub struct StatusReport {
     /// Every migration known to the files or the history, in version order.
     pub migrations: Vec<MigrationStatus>,
+    /// Every repeatable migration known to the files or its records, in name order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeatables: Vec<crate::plan::RepeatableStatus>,
     /// The lock's state.
     pub lock: LockReport,
 }
@@ -267,7 +275,17 @@ pub struct StatusReport {
 impl StatusReport {
     /// Every migration's status, and the lock's.
     pub fn new(migrations: Vec<MigrationStatus>, lock: LockReport) -> Self {
-        StatusReport { migrations, lock }
+        StatusReport {
+            migrations,
+            repeatables: Vec::new(),
+            lock,
+        }
+    }
+
+    /// With the repeatable migrations' status.
+    pub fn with_repeatables(mut self, repeatables: Vec<crate::plan::RepeatableStatus>) -> Self {
+        self.repeatables = repeatables;
+        self
     }
 }
 

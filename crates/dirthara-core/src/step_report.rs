@@ -25,6 +25,10 @@ pub struct StepReport {
     /// A down step that is empty or only comments: recorded as reversed, nothing was sent.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub reverses_nothing: bool,
+    /// A repeatable migration (`R__<name>`), applied again because its text changed; its
+    /// `version` means nothing (0).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub repeatable: bool,
 }
 
 impl StepReport {
@@ -43,6 +47,7 @@ impl StepReport {
             connection: connection.into(),
             duration_ms: 0,
             reverses_nothing: false,
+            repeatable: false,
         }
     }
 }

@@ -63,6 +63,8 @@ pub(crate) struct Part {
     pub lines: (usize, Vec<usize>),
     /// The byte ranges of its text under goose's `-- +goose ENVSUB ON`.
     pub envsub: Vec<std::ops::Range<usize>>,
+    /// A repeatable migration (`R__<name>.sql`, `.json`): `version` is 0 and means nothing.
+    pub repeatable: bool,
 }
 
 /// What one loading run found wrong, and what it skipped.

@@ -136,7 +136,29 @@ fn part(
         layout: None,
         lines: (1, Vec::new()),
         envsub: Vec::new(),
+        repeatable: false,
     }
+}
+
+/// A repeatable migration, `R__<name>.sql` (or `.json`), in any layout: Flyway's name for
+/// it, which no versioned name of any layout starts with. `None` for any other name.
+pub(crate) fn repeatable(path: &Path, file_name: &str, findings: &mut Findings) -> Option<Part> {
+    let rest = file_name.strip_prefix("R__")?;
+    let format = crate::names::format_of(file_name)?;
+    let name = rest.rsplit_once('.').map_or(rest, |(stem, _)| stem);
+    if let Err(reason) = check_name(name) {
+        findings.problem(
+            path,
+            format!("{reason}: a repeatable migration is `R__<name>.sql` (`.json` for MongoDB)"),
+        );
+        return None;
+    }
+    let mut part = part((0, name.into(), Role::UpOnly), format, path, None);
+    part.repeatable = true;
+    if format == StepFormat::Sql {
+        part.no_transaction = flyway_script_config(path, findings)?;
+    }
+    Some(part)
 }
 
 /// A Diesel folder: `<version>_<name>/up.sql` (+ `down.sql`); the version's dashes
@@ -186,21 +208,12 @@ pub(crate) fn diesel(dir: &Path, folder: &str, findings: &mut Findings) -> Optio
     })
 }
 
-/// Flyway: `V<n>__<name>.sql` (up), `U<n>__<name>.sql` (undo, as the down step);
-/// repeatable `R__` files and dotted versions are refused.
+/// Flyway: `V<n>__<name>.sql` (up), `U<n>__<name>.sql` (undo, as the down step); dotted
+/// versions are refused. Repeatable `R__` files are every layout's ([`repeatable`]).
 pub(crate) fn flyway(path: &Path, file_name: &str, findings: &mut Findings) -> Option<Entry> {
     let stem = file_name.strip_suffix(".sql")?;
     let (kind, rest) = stem.split_at(1);
     let (version, name) = rest.split_once("__")?;
-    if kind == "R" && version.is_empty() {
-        findings.problem(
-            path,
-            "a Flyway repeatable migration (`R__`): dirthara runs every migration once, in version \
-             order; make it a versioned `V<n>__` migration (re-run it by adding a new one when it \
-             changes) or move it out of the migration directories",
-        );
-        return None;
-    }
     let role = match kind {
         "V" => Role::Up,
         "U" => Role::Down,

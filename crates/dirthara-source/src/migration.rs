@@ -148,6 +148,16 @@ pub struct Migration {
     pub layout: Option<DirectoryLayout>,
     /// What the runner parsed each step into at load, for its database ([`ParsedStep`]).
     pub(crate) parsed: ParsedSteps,
+    /// A repeatable migration (`R__<name>.sql`): applied again whenever its text changes,
+    /// after the versioned ones. Its `version` means nothing (0); it is kept after every
+    /// versioned migration of a list ([`split_repeatables`]), never among them.
+    pub repeatable: bool,
+}
+
+/// The versioned migrations of a loaded list, and its repeatable ones (kept at its end, in
+/// name order).
+pub fn split_repeatables(all: &[Migration]) -> (&[Migration], &[Migration]) {
+    all.split_at(all.partition_point(|m| !m.repeatable))
 }
 
 /// What the runner made of a step's text for the database it runs on, where sending it takes
@@ -281,6 +291,7 @@ impl Migration {
             own_transaction: None,
             layout: None,
             parsed: ParsedSteps::default(),
+            repeatable: false,
         }
     }
 
@@ -317,7 +328,15 @@ impl Migration {
             own_transaction: None,
             layout: None,
             parsed: ParsedSteps::default(),
+            repeatable: false,
         }
+    }
+
+    /// The migration made repeatable (`R__<name>`, what `embed_migrations!` found at compile
+    /// time): applied after the versioned ones, and again whenever its text changes.
+    pub fn as_repeatable(mut self) -> Self {
+        self.repeatable = true;
+        self
     }
 
     /// The layout its files were detected in (what `embed_migrations!` found at compile

@@ -106,6 +106,30 @@ pub fn new_migration_files(
     Ok(files_for(dir, layout, &version.text, asked))
 }
 
+/// The file of a new repeatable migration `R__<name>` in `dir`, in every layout: applied
+/// after the versioned migrations, and again whenever its text changes.
+///
+/// ```
+/// use dirthara_source::scaffold::{new_repeatable_file, Template};
+/// let file = new_repeatable_file("db".as_ref(), "user_views", Template::Sql).unwrap();
+/// assert_eq!(file.path, std::path::Path::new("db").join("R__user_views.sql"));
+/// ```
+pub fn new_repeatable_file(dir: &Path, name: &str, template: Template) -> Result<NewFile, Refusal> {
+    check_name(name).map_err(Refusal::BadName)?;
+    let text = match template {
+        Template::Sql => sql_comment(
+            &format!("R__{name}"),
+            "write statements that can run again (CREATE OR REPLACE VIEW ...): they are applied \
+             after the versioned migrations, and again whenever this file changes",
+        ),
+        Template::Mongo => "[]\n".to_string(),
+    };
+    Ok(NewFile {
+        path: dir.join(format!("R__{name}.{}", template.extension())),
+        text,
+    })
+}
+
 /// A version and how it is spelled in names (Diesel: `2024-01-01-120000`; sequential
 /// versions keep the directory's zero padding).
 #[derive(Debug, PartialEq, Eq)]

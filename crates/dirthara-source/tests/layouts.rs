@@ -203,14 +203,62 @@ fn a_diesel_folder_in_a_directory_named_otherwise_is_skipped_with_a_warning() {
     assert!(error_of(&[(dir.path().to_path_buf(), None)]).contains("mixes"));
 }
 
+/// `R__<name>.sql` is a repeatable migration in every layout, beside that layout's versioned
+/// files (a directory of them alone is dirthara's): after them, in name order, with the
+/// directory's layout; a bad name, or one name twice, is refused.
 #[test]
-fn flyway_repeatables_dotted_versions_and_bad_sections_are_refused() {
+fn repeatables_load_in_every_layout_after_the_versioned_migrations() {
+    let layouts = [
+        ("1_a.up.sql", "SELECT 1;\n", Layout::Plain),
+        ("V1__a.sql", "SELECT 1;\n", Layout::Flyway),
+        ("1_a.sql", "-- +goose Up\nSELECT 1;\n", Layout::Goose),
+        ("1_a.sql", "-- migrate:up\nSELECT 1;\n", Layout::Dbmate),
+        ("1_a/up.sql", "SELECT 1;\n", Layout::Diesel),
+    ];
+    for (file, contents, layout) in layouts {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), file, contents);
+        write(dir.path(), "R__views.sql", "CREATE VIEW v AS SELECT 1;\n");
+        write(
+            dir.path(),
+            "R__grants.sql",
+            "-- dirthara:no-transaction\nGRANT x;\n",
+        );
+        let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        let names: Vec<(&str, bool)> = (loaded.iter())
+            .map(|m| (m.name.as_str(), m.repeatable))
+            .collect();
+        assert_eq!(
+            names,
+            [("a", false), ("grants", true), ("views", true)],
+            "{layout:?}"
+        );
+        assert!(
+            loaded.iter().all(|m| m.layout.unwrap().layout == layout),
+            "{layout:?}"
+        );
+        assert!(!loaded[1].transactional, "the file's directive holds");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "R__only.json", "[{\"create\": \"c\"}]");
+    let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+    assert!(loaded[0].repeatable && loaded[0].name == "only");
+
+    write(dir.path(), "R__bad name.sql", "SELECT 1;");
+    assert!(error_of(&[(dir.path().to_path_buf(), None)]).contains("R__<name>.sql"));
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write(a.path(), "R__v.sql", "SELECT 1;");
+    write(b.path(), "R__v.sql", "SELECT 2;");
+    let both = [
+        (a.path().to_path_buf(), None),
+        (b.path().to_path_buf(), None),
+    ];
+    assert!(error_of(&both).contains("two repeatable migrations are named `v`"));
+}
+
+#[test]
+fn flyway_dotted_versions_and_bad_sections_are_refused() {
     for (name, contents, needle) in [
-        (
-            "R__views.sql",
-            "CREATE VIEW v AS SELECT 1;",
-            "repeatable migration",
-        ),
         ("V1.1__x.sql", "SELECT 1;", "dotted Flyway version `1.1`"),
         ("V1_2__x.sql", "SELECT 1;", "dotted Flyway version `1_2`"),
         (

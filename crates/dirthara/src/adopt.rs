@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::backend::Backend;
 use crate::error::{Error, Result};
+use crate::migration::Migration;
 use crate::plan::{AdoptionPlan, ForeignHistory};
 use crate::vocabulary::LockStrategy;
 
@@ -107,7 +108,10 @@ impl Tool {
             Tool::GolangMigrate => (&["version", "dirty"], "version"),
             Tool::Dbmate | Tool::Refinery | Tool::Diesel => (&["version"], "version"),
             Tool::Goose => (&["version_id", "is_applied"], "id"),
-            Tool::Flyway => (&["version", "type", "success"], "installed_rank"),
+            Tool::Flyway => (
+                &["version", "type", "success", "script", "checksum"],
+                "installed_rank",
+            ),
         }
     }
 }
@@ -195,6 +199,11 @@ pub struct AdoptionReport {
     /// How the command was protected; `None` (`null` in JSON) for a preview, which takes no
     /// lock.
     pub lock: Option<LockStrategy>,
+    /// The repeatable migrations (`R__<name>`) recorded as applied: the tool applied each
+    /// with the text its file has now, so `migrate` does not apply it again. A changed one
+    /// is left for `migrate` to apply, as the tool would.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub repeatables: Vec<String>,
 }
 
 impl AdoptionReport {
@@ -223,8 +232,32 @@ impl AdoptionReport {
                 .collect(),
             notes: planned.notes.clone(),
             lock: held,
+            repeatables: Vec::new(),
         }
     }
+
+    /// With the repeatable migrations adopted too.
+    pub(crate) fn with_repeatables(mut self, adopted: &[&Migration]) -> Self {
+        self.repeatables = adopted.iter().map(|m| m.name.clone()).collect();
+        self
+    }
+}
+
+/// The repeatable migrations here that `foreign` applied with their present text (Flyway's
+/// checksum of the file as written, or as it runs with its placeholders filled in).
+pub(crate) fn repeatables<'a>(
+    files: &'a [Migration],
+    foreign: &crate::plan::ForeignHistory,
+) -> Vec<&'a Migration> {
+    crate::plan::adoptable_repeatables(files, foreign, |file| {
+        let running = file
+            .step(crate::migration::Direction::Up)
+            .unwrap_or_default();
+        let written = std::fs::read_to_string(&file.up_source.file).ok();
+        std::iter::once(running.to_string())
+            .chain(written)
+            .collect()
+    })
 }
 
 /// Reads `source`'s history on `history` (the history connection). Refuses a table that

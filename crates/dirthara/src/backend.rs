@@ -9,7 +9,9 @@ use async_trait::async_trait;
 
 use crate::blocking::TableSize;
 use crate::error::{DatabaseError, Error, Result};
-use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
+use crate::history::{
+    AppliedMigration, AppliedRepeatable, HistoryChange, HistoryDigest, RepeatableChange,
+};
 use crate::lock::LockHost;
 use crate::migration::{Direction, ParsedStep};
 use crate::rust_migration::RustMigration;
@@ -155,6 +157,14 @@ pub(crate) trait Backend: LockHost + Send {
     /// so ([`Prepared::AsExpected`]) without reading the records: how `migrate` finds that
     /// it has nothing to do without shipping the history.
     async fn prepare_history_expecting(&mut self, expected: &HistoryDigest) -> Result<Prepared>;
+
+    /// The records of the repeatable migrations ([`AppliedRepeatable`]); none when there is
+    /// no such table (collection) yet. Never creates anything.
+    async fn read_repeatables(&mut self) -> Result<Vec<AppliedRepeatable>>;
+
+    /// Writes `change` to the repeatables' records, creating their table (collection) first
+    /// when it is missing. Called under the lock.
+    async fn record_repeatable(&mut self, change: &RepeatableChange) -> Result<()>;
 
     /// Runs a step — in a transaction of its own if `step.transactional`, and together with
     /// `step.record` when given, so that both commit or neither does. After a failure the

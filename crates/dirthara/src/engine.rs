@@ -483,6 +483,7 @@ mod lint;
 mod load;
 mod placeholders;
 mod preview;
+mod repeatables;
 mod session;
 mod step;
 mod wait;

@@ -167,7 +167,10 @@ pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{
     checksum, Direction, DownStep, Migration, StepFormat, StepSource, DEFAULT_CONNECTION,
 };
-pub use plan::{Command, MigrationState, MigrationStatus, Resolution, RollbackScope};
+pub use plan::{
+    Command, MigrationState, MigrationStatus, RepeatableState, RepeatableStatus, Resolution,
+    RollbackScope,
+};
 pub use redact::redact_url;
 pub use report::{
     ForceUnlockReport, LockReport, LockState, OtherLock, Preview, PreviewStep, RunReport,

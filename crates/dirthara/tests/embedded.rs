@@ -8,9 +8,13 @@ async fn embedded_migrations_migrate_a_database_without_the_files() {
     assert_eq!(
         migrations
             .iter()
-            .map(|m| (m.version, m.name.as_str()))
+            .map(|m| (m.version, m.name.as_str(), m.repeatable))
             .collect::<Vec<_>>(),
-        vec![(1, "create_notes"), (2, "first_note")]
+        vec![
+            (1, "create_notes", false),
+            (2, "first_note", false),
+            (0, "note_count", true)
+        ]
     );
     assert_eq!(
         migrations[0].checksum(),
@@ -27,8 +31,25 @@ async fn embedded_migrations_migrate_a_database_without_the_files() {
     config.locking = Locking::Off;
     let migrator = Migrator::new(config).with_migrations(migrations);
     let report = migrator.migrate().await.unwrap();
-    assert_eq!(report.applied.len(), 2);
+    let applied: Vec<(&str, bool)> = (report.applied.iter())
+        .map(|s| (s.name.as_str(), s.repeatable))
+        .collect();
+    // The repeatable after the versioned ones, and only once while it is unchanged.
+    assert_eq!(
+        applied,
+        [
+            ("create_notes", false),
+            ("first_note", false),
+            ("note_count", true)
+        ]
+    );
     assert!(migrator.migrate().await.unwrap().applied.is_empty());
+    let status = migrator.status().await.unwrap();
+    assert_eq!(status.migrations.len(), 2);
+    assert_eq!(
+        status.repeatables[0].state,
+        dirthara::RepeatableState::Applied
+    );
 }
 
 /// An embedded migration keeps the layout of its directory, so the advice for it is that

@@ -175,12 +175,17 @@ impl Renderer {
                 direction,
                 duration,
                 reverses_nothing,
+                repeatable,
                 ..
             } if self.format == OutputFormat::Human => {
                 let verb = match direction {
                     Direction::Up => "applied ",
                     Direction::Down => "reverted",
                 };
+                if *repeatable {
+                    let took = format_duration(*duration);
+                    return stdout_line(&format!("{verb} R__{name} (repeatable, {took})"));
+                }
                 let name = if *reverses_nothing {
                     format!("{name}, an empty down step: nothing sent")
                 } else {

@@ -45,11 +45,18 @@ impl Renderer {
                 if reverted > 0 {
                     parts.push(format!("reverted {reverted}"));
                 }
-                if applied > 0 {
+                let repeatables = report.applied.iter().filter(|s| s.repeatable).count();
+                let versioned = applied - repeatables;
+                if versioned > 0 {
                     parts.push(format!(
-                        "applied {applied} in batch {}",
+                        "applied {versioned} in batch {}",
                         report.batch.unwrap_or_default()
                     ));
+                }
+                match repeatables {
+                    0 => {}
+                    1 => parts.push("applied 1 repeatable".to_string()),
+                    n => parts.push(format!("applied {n} repeatables")),
                 }
                 if recorded > 0 {
                     parts.push(format!("recorded {recorded}"));
@@ -118,11 +125,13 @@ impl Renderer {
                 (None, Some(why)) => notes.push(why.clone()),
                 _ => {}
             }
+            let what = match step.repeatable {
+                true => format!("R__{} (repeatable, after the versioned steps)", step.name),
+                false => format!("{} {}", step.version, step.name),
+            };
             stdout_line(&format!(
-                "-- {} {} {} ({})",
+                "-- {} {what} ({})",
                 step.direction,
-                step.version,
-                step.name,
                 notes.join(", ")
             ));
             for finding in &step.findings {
@@ -179,6 +188,25 @@ impl Renderer {
             for m in &status.migrations {
                 if let Some(failure) = &m.failure {
                     stdout_line(&format!("  {} left dirty by: {failure}", m.version));
+                }
+            }
+        }
+        if !status.repeatables.is_empty() {
+            stdout_line("");
+            let rows: Vec<[String; 3]> = (status.repeatables.iter())
+                .map(|r| {
+                    [
+                        format!("R__{}", r.name),
+                        r.state.as_str().to_string(),
+                        r.applied_at.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            super::table(["REPEATABLE", "STATE", "LAST APPLIED AT"], &rows);
+            for r in &status.repeatables {
+                let failed = r.state == dirthara::RepeatableState::Failed;
+                if let Some(failure) = r.failure.as_ref().filter(|_| failed) {
+                    stdout_line(&format!("  R__{} failed: {failure}", r.name));
                 }
             }
         }
@@ -252,11 +280,26 @@ impl Renderer {
         for record in &report.recorded {
             stdout_line(&format!("{what} {} {}", record.version, record.name));
         }
+        for name in &report.repeatables {
+            stdout_line(&format!(
+                "{what} R__{name} (repeatable, unchanged since {} applied it)",
+                report.from
+            ));
+        }
         for note in &report.notes {
             stderr_line(&format!("note: {note}"));
         }
         let source = format!("{}'s `{}`", report.from, report.table);
         let summary = match (report.recorded.len(), report.preview) {
+            (0, _) if !report.repeatables.is_empty() => format!(
+                "{} {} repeatable migration(s) from {source}.",
+                if report.preview {
+                    "Would adopt"
+                } else {
+                    "Adopted"
+                },
+                report.repeatables.len()
+            ),
             (0, _) => format!("Nothing to adopt from {source}."),
             (n, true) => format!(
                 "Would adopt {n} migration(s) from {source} as batch {}; nothing was changed.",

@@ -129,7 +129,16 @@ impl Error {
                 error,
                 left_dirty,
                 transactional,
+                repeatable,
             } => {
+                if *repeatable {
+                    return write!(
+                        f,
+                        "repeatable migration `R__{name}` failed on connection `{connection}`: \
+                         {error}\nThe versioned migrations before it stay applied; its record \
+                         says `failed`, and the next `migrate` applies it again"
+                    );
+                }
                 write!(
                     f,
                     "migration {version} ({name}) failed while running {direction} on connection \

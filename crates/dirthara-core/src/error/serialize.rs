@@ -23,19 +23,21 @@ impl serde::Serialize for Error {
             error,
             left_dirty,
             transactional,
+            repeatable,
         } = &*self.kind
         {
-            map.serialize_entry(
-                "migration",
-                &serde_json::json!({
-                    "version": version,
-                    "name": name,
-                    "direction": direction,
-                    "connection": connection,
-                    "left_dirty": left_dirty,
-                    "transactional": transactional,
-                }),
-            )?;
+            let mut migration = serde_json::json!({
+                "version": version,
+                "name": name,
+                "direction": direction,
+                "connection": connection,
+                "left_dirty": left_dirty,
+                "transactional": transactional,
+            });
+            if *repeatable {
+                migration["repeatable"] = serde_json::Value::Bool(true);
+            }
+            map.serialize_entry("migration", &migration)?;
             map.serialize_entry("database", error)?;
         }
         if let ErrorKind::BlockingDdl { findings } = &*self.kind {

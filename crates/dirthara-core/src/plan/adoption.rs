@@ -22,6 +22,9 @@ pub struct ForeignHistory {
     pub through: Option<Through>,
     /// An entry the tool itself considers failed or dirty.
     pub failed: Option<ForeignFailure>,
+    /// Repeatable migrations the tool applied (Flyway's `R__<name>.sql`): the tool's
+    /// checksum of the text it last applied, by name.
+    pub repeatables: std::collections::BTreeMap<String, i32>,
 }
 
 /// "Everything up to `version`", and why the history says only that much.
@@ -219,3 +222,39 @@ pub fn plan_adoption<'a>(
 
 #[cfg(test)]
 mod tests;
+
+/// Flyway's checksum of a script: CRC-32 (IEEE) over the UTF-8 bytes of its lines without
+/// their line endings (`\n`, `\r\n`, `\r`, as Java's `readLine` splits them) and without a
+/// byte-order mark, as a signed 32-bit integer: what `flyway_schema_history.checksum` holds.
+pub fn flyway_checksum(text: &str) -> i32 {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut crc = !0u32;
+    for byte in text.bytes().filter(|&b| b != b'\n' && b != b'\r') {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = (crc >> 1) ^ (0xEDB8_8320 & (crc & 1).wrapping_neg());
+        }
+    }
+    !crc as i32
+}
+
+/// The repeatable migrations here that the other tool applied with the text they have now:
+/// recorded as applied, so that switching tools does not apply them again. `texts` gives
+/// each file's texts to compare with the tool's checksum (as written, and as it runs with
+/// its placeholders filled in: a tool may have summed either). A changed one is left to be
+/// applied, as the tool itself would apply it.
+pub fn adoptable_repeatables<'a>(
+    files: &'a [Migration],
+    foreign: &ForeignHistory,
+    texts: impl Fn(&Migration) -> Vec<String>,
+) -> Vec<&'a Migration> {
+    (files.iter())
+        .filter(|file| {
+            foreign.repeatables.get(&file.name).is_some_and(|&applied| {
+                texts(file)
+                    .iter()
+                    .any(|text| flyway_checksum(text) == applied)
+            })
+        })
+        .collect()
+}

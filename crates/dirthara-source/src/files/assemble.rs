@@ -21,6 +21,8 @@ pub(super) fn assemble(
     downs: DownSteps,
     findings: &mut Findings,
 ) -> Vec<Migration> {
+    let (repeatables, parts): (Vec<Part>, Vec<Part>) =
+        parts.into_iter().partition(|p| p.repeatable);
     let mut by_version: BTreeMap<i64, (Option<Part>, Option<Part>)> = BTreeMap::new();
     for part in parts {
         let slot = by_version.entry(part.version).or_default();
@@ -53,7 +55,34 @@ pub(super) fn assemble(
             migrations.push(migration);
         }
     }
+    migrations.extend(assemble_repeatables(repeatables, downs, findings));
     migrations
+}
+
+/// The repeatable migrations, in name order (the order they are applied in); one name in
+/// two directories clashes, as a version does.
+fn assemble_repeatables(
+    parts: Vec<Part>,
+    downs: DownSteps,
+    findings: &mut Findings,
+) -> Vec<Migration> {
+    let mut by_name: BTreeMap<String, Part> = BTreeMap::new();
+    for part in parts {
+        if let Some(existing) = by_name.get(&part.name) {
+            let reason = format!(
+                "two repeatable migrations are named `{}`: `{}` and `{}`; rename one of them",
+                part.name,
+                existing.path.display(),
+                part.path.display()
+            );
+            findings.problem(&part.path, reason);
+            continue;
+        }
+        by_name.insert(part.name.clone(), part);
+    }
+    (by_name.into_values())
+        .filter_map(|part| build(0, part, None, downs, findings))
+        .collect()
 }
 
 /// One migration from its up and optional down part, or `None` after reporting why not.
@@ -110,6 +139,7 @@ fn build(
         own_transaction: None,
         layout: up.layout,
         parsed: ParsedSteps::default(),
+        repeatable: up.repeatable,
     };
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {

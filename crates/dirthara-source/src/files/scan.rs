@@ -65,6 +65,8 @@ pub(super) fn scan_directory(
     findings: &mut Findings,
 ) -> Result<Vec<Part>> {
     let mut found: Vec<(PathBuf, Entry)> = Vec::new();
+    // Repeatable migrations belong to no layout: they take the directory's once it is known.
+    let mut repeatables: Vec<Part> = Vec::new();
     for (path, kind) in entries(dir)? {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
             if path
@@ -113,6 +115,10 @@ pub(super) fn scan_directory(
             findings.problem(&path, "is not a regular file");
             continue;
         }
+        if file_name.starts_with("R__") {
+            repeatables.extend(layout::repeatable(&path, file_name, findings));
+            continue;
+        }
         let entry = if is_flyway_name(file_name) {
             layout::flyway(&path, file_name, findings)
         } else {
@@ -121,6 +127,13 @@ pub(super) fn scan_directory(
         found.extend(entry.map(|e| (path, e)));
     }
     let layouts: std::collections::BTreeSet<Layout> = found.iter().map(|(_, e)| e.layout).collect();
+    let directory_layout = DirectoryLayout {
+        layout: (wanted.or_else(|| layouts.first().copied())).unwrap_or(Layout::Plain),
+        declared: wanted.is_some(),
+    };
+    for part in &mut repeatables {
+        part.layout = Some(directory_layout);
+    }
     for (_, entry) in &mut found {
         let layout = DirectoryLayout {
             layout: entry.layout,
@@ -147,6 +160,7 @@ pub(super) fn scan_directory(
                 );
             }
         }
+        parts.append(&mut repeatables);
         return Ok(parts);
     }
     if layouts.len() > 1 {
@@ -162,7 +176,9 @@ pub(super) fn scan_directory(
         );
         return Ok(Vec::new());
     }
-    Ok(found.into_iter().flat_map(|(_, e)| e.parts).collect())
+    let mut parts: Vec<Part> = found.into_iter().flat_map(|(_, e)| e.parts).collect();
+    parts.append(&mut repeatables);
+    Ok(parts)
 }
 
 /// A folder named like a Diesel migration (`2024-01-01-120000_x`, `0001_x`) with no `up.sql`

@@ -140,6 +140,31 @@ pub(super) fn parse(
     Ok(history)
 }
 
+/// A Flyway row without a version: a repeatable migration (`R__<name>.sql`, type `SQL`).
+/// The latest successful one of a script is what Flyway compares its file with; a failed
+/// one means Flyway would apply the file again, so it is not adopted.
+fn repeatable_row(row: &[Option<String>], kind: &str, history: &mut ForeignHistory) {
+    let col = |i: usize| row.get(i).cloned().flatten();
+    let script = col(3).unwrap_or_default();
+    let file = script.rsplit(['/', '\\']).next().unwrap_or_default();
+    let Some(name) = (file.strip_prefix("R__")).and_then(|f| f.strip_suffix(".sql")) else {
+        return;
+    };
+    let success = col(2).is_some_and(|s| matches!(s.as_str(), "1" | "t" | "true" | "TRUE"));
+    match (
+        kind,
+        success,
+        col(4).and_then(|c| c.trim().parse::<i32>().ok()),
+    ) {
+        ("SQL", true, Some(checksum)) => {
+            history.repeatables.insert(name.to_string(), checksum);
+        }
+        _ => {
+            history.repeatables.remove(name);
+        }
+    }
+}
+
 /// Flyway's rows, in `installed_rank` order, read as Flyway reads them: no version
 /// (repeatable migrations) and the schema-creation marker are not versioned migrations; a
 /// baseline stands for everything at or below its version (Flyway never runs those); a
@@ -154,8 +179,11 @@ fn parse_flyway(
     let col = |row: &Vec<Option<String>>, i: usize| row.get(i).cloned().flatten();
     let mut failed: BTreeSet<i64> = BTreeSet::new();
     for row in rows {
-        let Some(text) = col(row, 0) else { continue };
         let kind = col(row, 1).unwrap_or_default().to_ascii_uppercase();
+        let Some(text) = col(row, 0) else {
+            repeatable_row(row, &kind, history);
+            continue;
+        };
         if kind == "SCHEMA" {
             continue;
         }

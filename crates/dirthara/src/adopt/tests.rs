@@ -174,3 +174,56 @@ async fn a_connection_without_sql_is_refused_before_anything_happens() {
     );
     assert!(db.lock().unwrap().history.is_none());
 }
+
+#[test]
+fn flyway_repeatable_rows_keep_the_checksum_of_their_latest_successful_apply() {
+    let history = parse(
+        Tool::Flyway,
+        "t",
+        &rows(&[
+            &[
+                Some("1"),
+                Some("SQL"),
+                Some("1"),
+                Some("V1__init.sql"),
+                Some("7"),
+            ],
+            &[
+                None,
+                Some("SQL"),
+                Some("1"),
+                Some("R__views.sql"),
+                Some("11"),
+            ],
+            &[
+                None,
+                Some("SQL"),
+                Some("1"),
+                Some("db/R__views.sql"),
+                Some("-12"),
+            ],
+            &[
+                None,
+                Some("SQL"),
+                Some("1"),
+                Some("R__grants.sql"),
+                Some("13"),
+            ],
+            &[
+                None,
+                Some("SQL"),
+                Some("0"),
+                Some("R__grants.sql"),
+                Some("14"),
+            ],
+            &[None, Some("JDBC"), Some("1"), Some("R__code"), Some("15")],
+        ]),
+    )
+    .unwrap();
+    assert_eq!(applied(&history), vec![1]);
+    let repeatables: Vec<(&str, i32)> = (history.repeatables.iter())
+        .map(|(n, c)| (n.as_str(), *c))
+        .collect();
+    // The latest run of each script decides; a failed one is applied again, as by Flyway.
+    assert_eq!(repeatables, [("views", -12)]);
+}

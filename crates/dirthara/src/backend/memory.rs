@@ -17,7 +17,10 @@ use super::{
 };
 use crate::error::{DatabaseError, Error, Result};
 use crate::events::{EventSink, LockHolder};
-use crate::history::{AppliedMigration, HistoryChange, HistoryDigest, RecordState};
+use crate::history::{
+    AppliedMigration, AppliedRepeatable, HistoryChange, HistoryDigest, RecordState,
+    RepeatableChange,
+};
 use crate::lock::{LeaseStore, LockHost, LockSupport, SessionLock};
 
 #[derive(Debug, Default)]
@@ -59,6 +62,8 @@ pub(crate) struct MemoryDb {
     /// once `blocked_attempts` runs out (what a pause between attempts watches for).
     pub blocker_named: bool,
     pub lease: crate::lock::lease::memory::MemoryLeaseStore,
+    /// The repeatable migrations' records, by name.
+    pub repeatables: BTreeMap<String, AppliedRepeatable>,
 }
 
 impl MemoryDb {
@@ -372,6 +377,38 @@ impl Backend for MemoryBackend {
     async fn blocker_gone(&mut self, blocker: &crate::events::Blocker) -> Option<bool> {
         let named = blocker.session_id == Some(4127);
         self.with(|db| (db.blocker_named && named).then_some(db.blocked_attempts == 0))
+    }
+
+    async fn read_repeatables(&mut self) -> Result<Vec<AppliedRepeatable>> {
+        Ok(self.with(|db| db.repeatables.values().cloned().collect()))
+    }
+
+    async fn record_repeatable(&mut self, change: &RepeatableChange) -> Result<()> {
+        self.with(|db| {
+            db.calls.push("record repeatable".to_string());
+            let (name, replaced) = match change {
+                RepeatableChange::Running { name, checksum, .. } => {
+                    (name, Some((checksum, RecordState::Running)))
+                }
+                RepeatableChange::Adopted { name, checksum, .. } => {
+                    (name, Some((checksum, RecordState::Applied)))
+                }
+                RepeatableChange::Applied { name, .. } | RepeatableChange::Failed { name, .. } => {
+                    (name, None)
+                }
+            };
+            if let Some((checksum, state)) = replaced {
+                let record = AppliedRepeatable::new(name.clone(), checksum.clone(), state);
+                db.repeatables.insert(name.clone(), record);
+            }
+            let record = db.repeatables.get_mut(name).expect("written before");
+            match change {
+                RepeatableChange::Applied { .. } => record.state = RecordState::Applied,
+                RepeatableChange::Failed { failure, .. } => record.failure = Some(failure.clone()),
+                _ => {}
+            }
+        });
+        Ok(())
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {

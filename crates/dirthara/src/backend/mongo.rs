@@ -17,7 +17,9 @@ use super::history_tables::{self, Known, Prepared};
 use super::{session_label, Backend, BackendKind, Capabilities, ConnectFailure, ConnectRequest};
 use super::{Namespaces, Step, StepBody, StepFailure};
 use crate::error::{DatabaseError, Error, Result};
-use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
+use crate::history::{
+    AppliedMigration, AppliedRepeatable, HistoryChange, HistoryDigest, RepeatableChange,
+};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport};
 use crate::migration::Direction;
 use crate::rust_migration::{Connection, RustMigration};
@@ -26,6 +28,7 @@ mod commands;
 mod grants;
 mod history;
 mod lease;
+mod repeatables;
 
 pub(crate) use commands::CommandDocuments;
 pub(crate) use commands::{mongo_code, mongo_message, parse_step as parse_commands};
@@ -248,6 +251,14 @@ impl Backend for MongoBackend {
                 .map_err(|e| history_record_failure(&e));
         }
         end(session, result).await
+    }
+
+    async fn read_repeatables(&mut self) -> Result<Vec<AppliedRepeatable>> {
+        self.read_repeatable_records().await
+    }
+
+    async fn record_repeatable(&mut self, change: &RepeatableChange) -> Result<()> {
+        self.write_repeatable_record(change).await
     }
 
     async fn record(&mut self, changes: &[HistoryChange]) -> Result<()> {

@@ -11,7 +11,9 @@ use super::{Backend, Capabilities, ConnectRequest, Namespaces, Step};
 use super::{StepBody, StepFailure};
 use crate::blocking::TableSize;
 use crate::error::{Error, Result};
-use crate::history::{AppliedMigration, HistoryChange, HistoryDigest};
+use crate::history::{
+    AppliedMigration, AppliedRepeatable, HistoryChange, HistoryDigest, RepeatableChange,
+};
 use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 
 mod dialect;
@@ -22,6 +24,7 @@ mod history;
 mod lease;
 mod observer;
 mod rehearse;
+mod repeatables;
 mod script;
 mod steps;
 mod targets_query;
@@ -157,6 +160,14 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
 
     async fn prepare_history_expecting(&mut self, expected: &HistoryDigest) -> Result<Prepared> {
         history_tables::prepare_expecting(self, Some(expected)).await
+    }
+
+    async fn read_repeatables(&mut self) -> Result<Vec<AppliedRepeatable>> {
+        self.read_repeatable_records().await
+    }
+
+    async fn record_repeatable(&mut self, change: &RepeatableChange) -> Result<()> {
+        self.write_repeatable_record(change).await
     }
 
     async fn run(&mut self, step: Step<'_>) -> Result<(), StepFailure> {

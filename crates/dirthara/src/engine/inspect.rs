@@ -29,13 +29,16 @@ impl Migrator {
     /// ```
     pub async fn status(&self) -> Result<StatusReport> {
         let connections = self.connections();
-        let available = self.migrations(DownSteps::Skip, &connections)?;
+        let all = self.migrations(DownSteps::Skip, &connections)?;
+        let (available, repeatables) = crate::migration::split_repeatables(&all);
         self.checked(&connections)?;
         let mut history = self.connect_history(&connections, "status").await?;
         let result = async {
             let applied = history.read_history().await?.unwrap_or_default();
+            let records = history.read_repeatables().await?;
             let lock = self.lock_report(history.lock_host()).await;
-            Ok(StatusReport::new(plan::status(&available, &applied), lock))
+            let status = StatusReport::new(plan::status(available, &applied), lock);
+            Ok(status.with_repeatables(plan::repeatable_status(repeatables, &records)))
         }
         .await;
         self.release_history(history, result.is_ok()).await;

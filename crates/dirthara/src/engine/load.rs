@@ -68,7 +68,8 @@ impl Migrator {
                      add it with `Migrator::with_rust_migration`",
                 ));
             }
-            if let Some(existing) = migrations.iter().find(|m| m.version == extra.version) {
+            let clash = |m: &&Migration| !m.repeatable && m.version == extra.version;
+            if let Some(existing) = migrations.iter().find(clash) {
                 return Err(Error::invalid(
                     PathBuf::from(&extra.origin),
                     format!(
@@ -86,7 +87,8 @@ impl Migrator {
                 directories: self.config.directories.clone(),
             }));
         }
-        migrations.sort_by_key(|m| m.version);
+        // Repeatable migrations after every versioned one, in name order (a stable sort).
+        migrations.sort_by_key(|m| (m.repeatable, m.version));
         let kinds: BTreeMap<&str, BackendKind> = connections.known().collect();
         self.check_formats(&migrations, &kinds)?;
         self.read_as_their_database_would(&mut migrations, &kinds)?;
@@ -104,8 +106,20 @@ impl Migrator {
         kinds: &BTreeMap<&str, BackendKind>,
     ) -> Result<()> {
         let mut problems = Vec::new();
+        let history = self.config.history_connection.as_str();
         for migration in migrations.iter_mut() {
             problems.extend(check_table_lock_timeouts(migration));
+            if migration.repeatable && migration.connection != history {
+                problems.push(crate::error::Problem::new(
+                    PathBuf::from(&migration.origin),
+                    format!(
+                        "a repeatable migration runs on the history connection `{history}`, \
+                         beside its record; remove `-- dirthara:connection {}`, or make it a \
+                         versioned migration",
+                        migration.connection
+                    ),
+                ));
+            }
             if let Some(&kind) = kinds.get(migration.connection.as_str()) {
                 problems.extend(crate::backend::read_steps(kind, migration));
             }

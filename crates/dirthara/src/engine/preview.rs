@@ -8,7 +8,7 @@ use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::BackendKind;
 use crate::error::Result;
-use crate::migration::{Direction, DownSteps};
+use crate::migration::{split_repeatables, Direction, DownSteps};
 use crate::plan::retry::{Giving, Retried};
 use crate::plan::{self, Command};
 use crate::report::{Preview, PreviewStep};
@@ -19,15 +19,17 @@ impl Migrator {
     pub async fn preview_baseline_from(&self, source: &AdoptSource) -> Result<AdoptionReport> {
         source.check()?;
         let connections = self.connections();
-        let available = self.migrations(DownSteps::Skip, &connections)?;
+        let all = self.migrations(DownSteps::Skip, &connections)?;
+        let (available, repeatables) = split_repeatables(&all);
         self.checked(&connections)?;
         let mut history = self.connect_history(&connections, "preview").await?;
         let result = async {
             let connection = self.config.history_connection.as_str();
             let foreign = crate::adopt::read(history.as_mut(), connection, source).await?;
             let applied = history.read_history().await?.unwrap_or_default();
-            let planned = plan::plan_adoption(&available, &applied, &foreign)?;
-            Ok(AdoptionReport::new(source, &planned, None))
+            let planned = plan::plan_adoption(available, &applied, &foreign)?;
+            let adopted = crate::adopt::repeatables(repeatables, &foreign);
+            Ok(AdoptionReport::new(source, &planned, None).with_repeatables(&adopted))
         }
         .await;
         history.close().await;
@@ -54,7 +56,8 @@ impl Migrator {
     /// ```
     pub async fn preview(&self, command: Command) -> Result<Preview> {
         let connections = self.connections();
-        let available = self.migrations(command.down_steps(), &connections)?;
+        let all = self.migrations(command.down_steps(), &connections)?;
+        let (available, repeatables) = split_repeatables(&all);
         self.checked(&connections)?;
         let mut opened = Opened {
             migrator: self,
@@ -64,18 +67,28 @@ impl Migrator {
         };
         let planned = async {
             let applied = opened.history.read_history().await?.unwrap_or_default();
-            let planned = plan::plan(&available, &applied, command, self.plan_options())?;
+            let planned = plan::plan(available, &applied, command, self.plan_options())?;
             // What its statements would do, sized on the live catalog (`fresh` meets only
             // tables it just created).
             let judged = match command {
                 Command::Fresh => None,
                 _ => Some(judge_plan(&self.config, &planned, &mut opened).await?),
             };
-            Ok::<_, crate::error::Error>((planned, judged))
+            let every = match command {
+                Command::Migrate => false,
+                Command::Refresh | Command::Fresh => true,
+                _ => return Ok((planned, judged, Vec::new())),
+            };
+            let records = match command {
+                Command::Fresh => Vec::new(),
+                _ => opened.history.read_repeatables().await?,
+            };
+            let due = plan::repeatables_to_apply(repeatables, &records, every);
+            Ok::<_, crate::error::Error>((planned, judged, due))
         }
         .await;
         opened.close().await;
-        let (planned, judged) = planned?;
+        let (planned, judged, due) = planned?;
         let (mut findings, step_locks) = match judged {
             Some(judged) => (judged.findings, judged.step_locks),
             None => Default::default(),
@@ -155,6 +168,16 @@ impl Migrator {
                 step
             })
             .collect();
+        let history_can = capabilities(history);
+        preview.steps.extend(due.into_iter().map(|repeatable| {
+            let text = repeatable.step(Direction::Up).unwrap_or_default();
+            let mut step =
+                PreviewStep::new(0, &repeatable.name, Direction::Up, history, masked(text));
+            step.repeatable = true;
+            step.transactional = repeatable.transactional_in(Direction::Up)
+                && history_can.as_ref().is_ok_and(|can| can.transactional_ddl);
+            step
+        }));
         preview.warnings = planned.warnings;
         Ok(preview)
     }

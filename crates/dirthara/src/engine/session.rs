@@ -11,7 +11,7 @@ use crate::events::EventKind;
 use crate::history::{runner_identity, HistoryChange, HistoryDigest};
 use crate::lock::LOCK_NAME;
 use crate::lock::{self, resolve_strategy, Carrier, HeldLock, LockCheck, Released, Waiting};
-use crate::migration::{Direction, Migration, StepFormat};
+use crate::migration::{split_repeatables, Direction, Migration, StepFormat};
 use crate::plan::{self, Command, Plan, Recording, Resolution};
 use crate::report::{RunReport, StepReport};
 use crate::vocabulary::LockStrategy;
@@ -124,7 +124,26 @@ impl<'m> Session<'m> {
         &self.migrator.config.history_connection
     }
 
+    /// Runs `command` over `all` (the versioned migrations, then the repeatable ones): the
+    /// versioned steps it plans, then, for `migrate`, `refresh` and `fresh`, the repeatables.
     pub(super) async fn run_command(
+        &mut self,
+        all: &[Migration],
+        command: Command,
+        report: &mut RunReport,
+    ) -> Result<()> {
+        let (available, repeatables) = split_repeatables(all);
+        let every = match command {
+            Command::Migrate => false,
+            Command::Refresh | Command::Fresh => true,
+            // `migrate --to`, `rollback`: a partial move leaves the repeatables alone.
+            _ => return self.run_versioned(available, command, report).await,
+        };
+        self.run_versioned(available, command, report).await?;
+        self.apply_repeatables(repeatables, every, report).await
+    }
+
+    async fn run_versioned(
         &mut self,
         available: &[Migration],
         command: Command,
@@ -215,6 +234,7 @@ impl<'m> Session<'m> {
             direction: done.direction,
             duration: std::time::Duration::from_millis(done.duration_ms),
             reverses_nothing: done.reverses_nothing,
+            repeatable: done.repeatable,
         });
         self.completed.push(done);
     }
@@ -278,7 +298,7 @@ impl<'m> Session<'m> {
         Ok(())
     }
 
-    fn interrupted(&self) -> bool {
+    pub(super) fn interrupted(&self) -> bool {
         self.migrator
             .shutdown
             .as_ref()
@@ -334,6 +354,7 @@ impl<'m> Session<'m> {
         version: i64,
         report: &mut RunReport,
     ) -> Result<()> {
+        let (available, _) = split_repeatables(available);
         let applied = self.history.prepare_history().await?;
         let (batch, records) = plan::plan_baseline(available, &applied, version, &self.applied_by)?;
         self.write_records(&records).await?;
@@ -351,6 +372,7 @@ impl<'m> Session<'m> {
         resolution: Resolution,
         report: &mut RunReport,
     ) -> Result<()> {
+        let (available, _) = split_repeatables(available);
         let applied = self.history.read_history().await?.unwrap_or_default();
         let Some(record) = plan::plan_resolution(available, &applied, version, resolution)? else {
             return Ok(()); // Nothing to accept: the file matches what was applied.
@@ -377,10 +399,13 @@ impl<'m> Session<'m> {
         // Both histories are read under the lock, so no runner records in between.
         let connection = self.migrator.config.history_connection.as_str();
         let foreign = crate::adopt::read(self.history.as_mut(), connection, source).await?;
+        let (available, repeatables) = split_repeatables(available);
         let applied = self.history.read_history().await?.unwrap_or_default();
         let planned = plan::plan_adoption(available, &applied, &foreign)?;
-        let report = AdoptionReport::new(source, &planned, Some(self.strategy()));
-        if planned.records.is_empty() {
+        let adopted = crate::adopt::repeatables(repeatables, &foreign);
+        let report =
+            AdoptionReport::new(source, &planned, Some(self.strategy())).with_repeatables(&adopted);
+        if planned.records.is_empty() && adopted.is_empty() {
             return Ok(report);
         }
         self.history.prepare_history().await?;
@@ -390,6 +415,14 @@ impl<'m> Session<'m> {
         self.ensure_lock(None).await?;
         // One transaction on SQL databases: the whole adoption or nothing.
         self.history.record(&changes).await?;
+        for repeatable in adopted {
+            let change = crate::history::RepeatableChange::Adopted {
+                name: repeatable.name.clone(),
+                checksum: plan::repeatable_checksum(repeatable),
+                applied_by: self.applied_by.clone(),
+            };
+            self.history.record_repeatable(&change).await?;
+        }
         Ok(report)
     }
 

@@ -139,6 +139,7 @@ impl<'p> Prepared<'p> {
                 error: located(failure),
                 left_dirty,
                 transactional: self.transactional,
+                repeatable: false,
             }),
             Attempt::GaveUp {
                 failure,

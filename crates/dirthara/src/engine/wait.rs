@@ -91,7 +91,8 @@ impl Migrator {
     /// ```
     pub async fn wait(&self, until: WaitFor, timeout: Option<Duration>) -> Result<WaitReport> {
         let connections = self.connections();
-        let available = self.migrations(DownSteps::Skip, &connections)?;
+        let all = self.migrations(DownSteps::Skip, &connections)?;
+        let (available, _) = crate::migration::split_repeatables(&all);
         self.checked(&connections)?;
         let wanted: Vec<&Migration> = match until {
             WaitFor::Latest => available.iter().collect(),
@@ -117,7 +118,7 @@ impl Migrator {
             next_report: started + REPORT_EVERY,
         };
         loop {
-            let looked = self.unless_stopped(self.look(&available, &wanted));
+            let looked = self.unless_stopped(self.look(available, &wanted));
             match progress.during(looked, deadline).await? {
                 Look::Ready { newer } => return Ok(self.ready(&wanted, newer, started)),
                 Look::NotYet { applied, seen } => progress.saw(Some(applied), seen),

@@ -22,6 +22,7 @@ fn foreign(tool: &str, applied: &[i64]) -> ForeignHistory {
         applied: applied.iter().copied().collect(),
         through: None,
         failed: None,
+        repeatables: Default::default(),
     }
 }
 
@@ -287,4 +288,47 @@ proptest! {
             Err(other) => prop_assert!(false, "unexpected refusal {:?}", other),
         }
     }
+}
+
+#[test]
+fn flyway_checksums_are_crc32_over_the_lines_without_their_endings() {
+    use super::flyway_checksum;
+    // The CRC-32 check value.
+    assert_eq!(flyway_checksum("123456789"), 0xCBF4_3926_u32 as i32);
+    let unix = "CREATE VIEW v AS\nSELECT 1;\n";
+    assert_eq!(
+        flyway_checksum(unix),
+        flyway_checksum("CREATE VIEW v AS\r\nSELECT 1;")
+    );
+    assert_eq!(
+        flyway_checksum(unix),
+        flyway_checksum("\u{feff}CREATE VIEW v AS\rSELECT 1;")
+    );
+    assert_ne!(
+        flyway_checksum(unix),
+        flyway_checksum("CREATE VIEW v AS\nSELECT 2;\n")
+    );
+}
+
+#[test]
+fn only_repeatables_applied_with_their_present_text_are_adopted() {
+    use super::{adoptable_repeatables, flyway_checksum};
+    let mut same = Migration::new(0, "same", "SELECT 1;");
+    same.repeatable = true;
+    let mut changed = Migration::new(0, "changed", "SELECT 2;");
+    changed.repeatable = true;
+    let mut foreign = ForeignHistory::default();
+    foreign
+        .repeatables
+        .insert("same".into(), flyway_checksum("SELECT 1;\n"));
+    foreign
+        .repeatables
+        .insert("changed".into(), flyway_checksum("SELECT 1;"));
+    let files = [changed, same];
+    let texts = |m: &Migration| vec![m.step(crate::migration::Direction::Up).unwrap().to_string()];
+    let adopted: Vec<&str> = adoptable_repeatables(&files, &foreign, texts)
+        .iter()
+        .map(|m| m.name.as_str())
+        .collect();
+    assert_eq!(adopted, ["same"]);
 }

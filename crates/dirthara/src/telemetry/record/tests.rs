@@ -35,6 +35,7 @@ fn finished_event(version: i64) -> EventKind {
         direction: Direction::Up,
         duration: Duration::from_millis(5),
         reverses_nothing: false,
+        repeatable: false,
     }
 }
 
