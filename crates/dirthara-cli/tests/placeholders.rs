@@ -393,6 +393,13 @@ async fn a_declared_flyway_directory_fills_placeholders_as_flyway_does(database:
          ('kept', '${not_a_placeholder}');\n",
     )
     .unwrap();
+    // A repeatable migration, as Flyway runs it: after the versioned ones, filled in too.
+    std::fs::write(
+        dir.join("R__schema_note.sql"),
+        "DELETE FROM notes WHERE k = 'repeatable';\n\
+         INSERT INTO notes VALUES ('repeatable', '${flyway:defaultSchema}');\n",
+    )
+    .unwrap();
     let flyway = |args: &[&str]| {
         let mut cmd = support::dirthara_command();
         cmd.current_dir(root.path()).arg("-d").arg(place.url());
@@ -415,6 +422,7 @@ async fn a_declared_flyway_directory_fills_placeholders_as_flyway_does(database:
             "file=V1__notes.sql".to_string(),
             "kept=${not_a_placeholder}".into(),
             "owner=file_owner".into(),
+            format!("repeatable={schema}"),
             format!("schema={schema}"),
             "table=dirthara_migrations".into(),
         ]
@@ -555,6 +563,27 @@ async fn a_fleet_target_fills_in_its_own_schema_and_name() {
         )
         .await,
         ["tenant_a/tenant_a", "tenant_b/tenant_b"]
+    );
+    // A repeatable migration too: each target applies its own text, recorded in its schema.
+    std::fs::write(
+        m.path().join("R__tenant_view.sql"),
+        "-- dirthara:placeholders everywhere\n\
+         CREATE OR REPLACE VIEW tenant_view AS SELECT '${dirthara:target}'::text AS t;",
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = dirthara(&db.url, m.path(), &["--schemas", "tenant_*", "migrate"])
+            .output()
+            .unwrap();
+        ok(&out);
+    }
+    assert_eq!(
+        db.strings(
+            "SELECT t FROM tenant_a.tenant_view UNION ALL SELECT t FROM tenant_b.tenant_view \
+             UNION ALL SELECT name || ':' || state FROM tenant_a.dirthara_migrations_repeatables"
+        )
+        .await,
+        ["tenant_a", "tenant_b", "tenant_view:applied"]
     );
 }
 
