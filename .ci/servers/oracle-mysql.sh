@@ -3,11 +3,13 @@
 # 127.0.0.1:PORT, root without a password, from a data directory of its own inside the chroot.
 # It uses .ci/run's wait_for, and records what it started in .ci/run's MARIADB_PIDS (stopped by
 # pid) and CHROOT_TMP_DIRS (removed), so the EXIT trap undoes it however CI ends.
-# Sets ORACLE_MYSQL_VERSION to the version the server reports.
+# Sets ORACLE_MYSQL_VERSION to the version the server reports, and ORACLE_MYSQL_CHROOT to the
+# chroot (the tests' private servers of Oracle MySQL start there: DIRTHARA_TEST_MYSQL_CHROOT).
 
 start_oracle_mysql() { # name, port
   local name=$1 port=$2 chroot_dir dir inside
   chroot_dir="$(.ci/servers/sid-chroot.sh mysql-server-core mysql-client | tail -n1)"
+  ORACLE_MYSQL_CHROOT="$chroot_dir"
   # mysql-server-core ships the server without the package that makes its system user.
   chroot "$chroot_dir" getent passwd mysql >/dev/null \
     || chroot "$chroot_dir" useradd --system --user-group --no-create-home \

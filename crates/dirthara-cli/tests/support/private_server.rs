@@ -1,5 +1,7 @@
 //! Database servers of a test's own: a PostgreSQL cluster made with `initdb`, or a MariaDB
-//! made with `mariadb-install-db`, in a temporary directory, on a free port of 127.0.0.1. A
+//! made with `mariadb-install-db` (an Oracle MySQL made with `mysqld --initialize-insecure`
+//! inside a chroot, when `DIRTHARA_TEST_MYSQL_CHROOT` names one), in a temporary directory, on
+//! a free port of 127.0.0.1. A
 //! test that stops or restarts a server uses one of these, never the machine's servers, so
 //! `cargo test` neither disturbs other work on the machine nor is disturbed by it: nothing
 //! here looks for processes by name, and every signal goes to the pid this module started.
@@ -49,6 +51,10 @@ enum Binaries {
         install_db: PathBuf,
         server: PathBuf,
     },
+    /// Oracle MySQL: the `mysqld` of a chroot (Debian sid's needs sid's C library; `.ci/run`
+    /// prepares it). The instance's directory lives under the chroot's `/tmp`, the only part
+    /// of the file system the server sees.
+    OracleMysqlChroot(PathBuf),
 }
 
 impl PrivateServer {
@@ -83,9 +89,13 @@ impl PrivateServer {
     pub(crate) fn start_with(server: Server, settings: &[&str]) -> Result<PrivateServer, String> {
         reap_orphans();
         let binaries = Binaries::find(server)?;
+        let temp_dir = match &binaries {
+            Binaries::OracleMysqlChroot(chroot) => chroot.join("tmp"),
+            _ => std::env::temp_dir(),
+        };
         let root = tempfile::Builder::new()
             .prefix(&format!("{PREFIX}{}-", server.name()))
-            .tempdir()
+            .tempdir_in(temp_dir)
             .map_err(|e| format!("cannot create a private {} directory: {e}", server.name()))?
             .keep();
         fs::write(
@@ -185,9 +195,29 @@ impl PrivateServer {
         self.root.join("data")
     }
 
+    /// `path` (under [`PrivateServer::root`]) as the server sees it: inside a chroot, the
+    /// part after the chroot's directory.
+    fn seen_by_server(&self, path: &Path) -> PathBuf {
+        match &self.binaries {
+            Binaries::OracleMysqlChroot(chroot) => {
+                Path::new("/").join(path.strip_prefix(chroot).unwrap_or(path))
+            }
+            _ => path.to_path_buf(),
+        }
+    }
+
+    /// The system user the server runs as (see [`service_user`]); a chrooted server's own,
+    /// from the chroot's user database.
+    fn service_user(&self) -> Option<ServiceUser> {
+        match &self.binaries {
+            Binaries::OracleMysqlChroot(chroot) => service_user_in(Some(chroot), "mysql"),
+            _ => service_user(self.server),
+        }
+    }
+
     /// `initdb` / `mariadb-install-db`, as the server's user.
     fn initialise(&self) -> Result<(), String> {
-        let user = service_user(self.server);
+        let user = self.service_user();
         if let Some(user) = &user {
             chown(&self.root, user)?;
         }
@@ -217,6 +247,32 @@ impl PrivateServer {
                 }
                 cmd
             }
+            Binaries::OracleMysqlChroot(chroot) => {
+                let Some(user) = &user else {
+                    return Err(format!(
+                        "a private Oracle MySQL in the chroot {} needs root (chroot) and a \
+                         `mysql` user inside it",
+                        chroot.display()
+                    ));
+                };
+                // The tests connect to 127.0.0.1 over TCP as root without a password, as on
+                // MariaDB; with --skip-name-resolve, root@localhost matches the socket only.
+                fs::write(
+                    self.root.join("init.sql"),
+                    "CREATE USER IF NOT EXISTS 'root'@'%';\n\
+                     GRANT ALL PRIVILEGES ON *.* TO 'root'@'%' WITH GRANT OPTION;\n",
+                )
+                .map_err(|e| format!("cannot write init.sql: {e}"))?;
+                let mut cmd = Command::new("chroot");
+                cmd.arg(chroot)
+                    .args(["mysqld", "--no-defaults", "--initialize-insecure"])
+                    .arg(format!("--user={}", user.name))
+                    .arg(format!(
+                        "--datadir={}",
+                        self.seen_by_server(&self.data_dir()).display()
+                    ));
+                cmd
+            }
         };
         let log = self.root.join("init.log");
         let out = cmd
@@ -239,7 +295,7 @@ impl PrivateServer {
 
     /// Starts the server process on `self.port` and waits until it answers a query.
     fn launch(&mut self) -> Result<(), String> {
-        let user = service_user(self.server);
+        let user = self.service_user();
         let log = fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -294,6 +350,32 @@ impl PrivateServer {
                 }
                 cmd
             }
+            Binaries::OracleMysqlChroot(chroot) => {
+                let inside = |name: &str| self.seen_by_server(&self.root.join(name));
+                // chroot executes mysqld in place: the child's pid is the server's own.
+                let mut cmd = Command::new("chroot");
+                cmd.arg(chroot)
+                    .args(["mysqld", "--no-defaults"])
+                    .arg(format!("--datadir={}", inside("data").display()))
+                    .arg(format!("--socket={}", inside("mysqld.sock").display()))
+                    .arg(format!("--pid-file={}", inside("mysqld.pid").display()))
+                    .arg(format!("--init-file={}", inside("init.sql").display()))
+                    .arg(format!("--port={port}"))
+                    .args([
+                        "--bind-address=127.0.0.1",
+                        "--skip-name-resolve",
+                        "--skip-log-bin",
+                        "--mysqlx=OFF",
+                        "--secure-file-priv=",
+                        "--innodb-buffer-pool-size=64M",
+                        "--max-connections=300",
+                    ])
+                    .args(self.settings.iter().map(|s| format!("--{s}")));
+                if let Some(user) = &user {
+                    cmd.arg(format!("--user={}", user.name));
+                }
+                cmd
+            }
         };
         let child = cmd
             .stdin(Stdio::null())
@@ -344,8 +426,9 @@ impl Drop for PrivateServer {
 
 impl Binaries {
     /// PostgreSQL: `DIRTHARA_TEST_POSTGRES_BIN`, else the newest `/usr/lib/postgresql/*/bin`,
-    /// else `initdb` on the PATH. MariaDB: `DIRTHARA_TEST_MARIADB_BIN` (a directory holding
-    /// both programs), else the PATH, `/usr/bin` and `/usr/sbin`.
+    /// else `initdb` on the PATH. MySQL: Oracle MySQL in the chroot that
+    /// `DIRTHARA_TEST_MYSQL_CHROOT` names, else MariaDB from `DIRTHARA_TEST_MARIADB_BIN` (a
+    /// directory holding both programs), else the PATH, `/usr/bin` and `/usr/sbin`.
     fn find(server: Server) -> Result<Binaries, String> {
         match server {
             Server::Postgres => {
@@ -377,6 +460,17 @@ impl Binaries {
                     })
             }
             Server::Mysql => {
+                if let Ok(chroot) = std::env::var("DIRTHARA_TEST_MYSQL_CHROOT") {
+                    let chroot = PathBuf::from(chroot);
+                    if !chroot.join("usr/sbin/mysqld").is_file() {
+                        return Err(format!(
+                            "DIRTHARA_TEST_MYSQL_CHROOT={} holds no usr/sbin/mysqld: \
+                             .ci/servers/sid-chroot.sh mysql-server-core makes one",
+                            chroot.display()
+                        ));
+                    }
+                    return Ok(Binaries::OracleMysqlChroot(chroot));
+                }
                 let dir = std::env::var("DIRTHARA_TEST_MARIADB_BIN")
                     .ok()
                     .map(PathBuf::from);
@@ -419,22 +513,36 @@ struct ServiceUser {
 }
 
 fn service_user(server: Server) -> Option<ServiceUser> {
-    if id(&["-u"], None) != Some(0) {
-        return None;
-    }
     let name = match server {
         Server::Postgres => "postgres",
         _ => "mysql",
     };
+    service_user_in(None, name)
+}
+
+/// `name`'s ids, from the user database of `chroot` (the machine's when `None`), when the
+/// test runs as root.
+fn service_user_in(chroot: Option<&Path>, name: &str) -> Option<ServiceUser> {
+    if id(None, &["-u"], None) != Some(0) {
+        return None;
+    }
     Some(ServiceUser {
         name: name.to_string(),
-        uid: id(&["-u"], Some(name))?,
-        gid: id(&["-g"], Some(name))?,
+        uid: id(chroot, &["-u"], Some(name))?,
+        gid: id(chroot, &["-g"], Some(name))?,
     })
 }
 
-fn id(flags: &[&str], user: Option<&str>) -> Option<u32> {
-    let out = Command::new("id").args(flags).args(user).output().ok()?;
+fn id(chroot: Option<&Path>, flags: &[&str], user: Option<&str>) -> Option<u32> {
+    let mut cmd = match chroot {
+        Some(dir) => {
+            let mut cmd = Command::new("chroot");
+            cmd.arg(dir).arg("id");
+            cmd
+        }
+        None => Command::new("id"),
+    };
+    let out = cmd.args(flags).args(user).output().ok()?;
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
 }
 

@@ -2,6 +2,7 @@
 //! by their `owner` file and stopped by the next instance started anywhere on the machine.
 
 use std::fs;
+use std::path::Path;
 use std::time::Duration;
 
 use super::{signal, PREFIX};
@@ -18,9 +19,14 @@ pub(super) fn owner_token(pid: u32) -> Option<String> {
 
 /// Stops and removes the private instances whose test process died without dropping them.
 pub(super) fn reap_orphans() {
-    let Ok(entries) = fs::read_dir(std::env::temp_dir()) else {
-        return;
-    };
+    // A chrooted server's instances live in the chroot's /tmp (see `Binaries`).
+    let chroot_tmp = std::env::var_os("DIRTHARA_TEST_MYSQL_CHROOT")
+        .map(|dir| std::path::PathBuf::from(dir).join("tmp"));
+    let entries = [Some(std::env::temp_dir()), chroot_tmp]
+        .into_iter()
+        .flatten()
+        .filter_map(|dir| fs::read_dir(dir).ok())
+        .flatten();
     for entry in entries.flatten() {
         let root = entry.path();
         let is_ours = entry.file_name().to_string_lossy().starts_with(PREFIX);
@@ -39,7 +45,9 @@ pub(super) fn reap_orphans() {
             // PostgreSQL's immediate shutdown also ends its backends; mariadbd is one
             // process, and its data is thrown away anyway.
             let postgres = root.to_string_lossy().contains("-postgres-");
-            let data = root.join("data");
+            // The data directory as the server was told it: a chrooted one sees only the
+            // part inside the chroot, which ends with the instance's own (unique) name.
+            let data = Path::new(&entry.file_name()).join("data");
             for sig in [if postgres { "-QUIT" } else { "-KILL" }, "-KILL"] {
                 // Only a process started on this very directory (a pid may be reused).
                 let cmdline = fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
