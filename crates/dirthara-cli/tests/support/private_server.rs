@@ -206,6 +206,34 @@ impl PrivateServer {
         }
     }
 
+    /// The command line of a MariaDB or MySQL server on `port`, its paths as it sees them;
+    /// the server drops to its user itself.
+    fn mysqld_args(&self, port: &str) -> Vec<String> {
+        let path = |name: &str| {
+            self.seen_by_server(&self.root.join(name))
+                .display()
+                .to_string()
+        };
+        let mut args = vec![
+            "--no-defaults".to_string(),
+            format!("--datadir={}", path("data")),
+            format!("--socket={}", path("mysqld.sock")),
+            format!("--pid-file={}", path("mysqld.pid")),
+            format!("--port={port}"),
+            "--bind-address=127.0.0.1".into(),
+            "--skip-name-resolve".into(),
+            "--skip-log-bin".into(),
+            "--innodb-buffer-pool-size=64M".into(),
+            "--max-connections=300".into(),
+        ];
+        args.extend(self.settings.iter().map(|s| format!("--{s}")));
+        args.extend(
+            self.service_user()
+                .map(|user| format!("--user={}", user.name)),
+        );
+        args
+    }
+
     /// The system user the server runs as (see [`service_user`]); a chrooted server's own,
     /// from the chroot's user database.
     fn service_user(&self) -> Option<ServiceUser> {
@@ -325,55 +353,23 @@ impl PrivateServer {
             }
             Binaries::Mariadb { server, .. } => {
                 let mut cmd = Command::new(server);
-                cmd.arg("--no-defaults")
-                    .arg(format!("--datadir={}", self.data_dir().display()))
-                    .arg(format!(
-                        "--socket={}",
-                        self.root.join("mysqld.sock").display()
-                    ))
-                    .arg(format!(
-                        "--pid-file={}",
-                        self.root.join("mysqld.pid").display()
-                    ))
-                    .arg(format!("--port={port}"))
-                    .args([
-                        "--bind-address=127.0.0.1",
-                        "--skip-name-resolve",
-                        "--skip-log-bin",
-                        "--innodb-buffer-pool-size=64M",
-                        "--max-connections=300",
-                    ])
-                    .args(self.settings.iter().map(|s| format!("--{s}")));
-                if let Some(user) = &user {
-                    // mariadbd drops to this user itself.
-                    cmd.arg(format!("--user={}", user.name));
-                }
+                cmd.args(self.mysqld_args(&port));
                 cmd
             }
             Binaries::OracleMysqlChroot(chroot) => {
-                let inside = |name: &str| self.seen_by_server(&self.root.join(name));
                 // chroot executes mysqld in place: the child's pid is the server's own.
                 let mut cmd = Command::new("chroot");
                 cmd.arg(chroot)
-                    .args(["mysqld", "--no-defaults"])
-                    .arg(format!("--datadir={}", inside("data").display()))
-                    .arg(format!("--socket={}", inside("mysqld.sock").display()))
-                    .arg(format!("--pid-file={}", inside("mysqld.pid").display()))
-                    .arg(format!("--init-file={}", inside("init.sql").display()))
-                    .arg(format!("--port={port}"))
+                    .arg("mysqld")
+                    .args(self.mysqld_args(&port))
                     .args([
-                        "--bind-address=127.0.0.1",
-                        "--skip-name-resolve",
-                        "--skip-log-bin",
-                        "--mysqlx=OFF",
-                        "--secure-file-priv=",
-                        "--innodb-buffer-pool-size=64M",
-                        "--max-connections=300",
-                    ])
-                    .args(self.settings.iter().map(|s| format!("--{s}")));
-                if let Some(user) = &user {
-                    cmd.arg(format!("--user={}", user.name));
-                }
+                        format!(
+                            "--init-file={}",
+                            self.seen_by_server(&self.root.join("init.sql")).display()
+                        ),
+                        "--mysqlx=OFF".into(),
+                        "--secure-file-priv=".into(),
+                    ]);
                 cmd
             }
         };
