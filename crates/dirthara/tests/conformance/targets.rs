@@ -219,6 +219,10 @@ impl LockTarget for Row {
         }
     }
 
+    fn one_check_at_a_time(&self) -> bool {
+        self.is_mongo()
+    }
+
     fn fails_at_once(&self) -> String {
         match self.is_mongo() {
             true => r#"[{"noSuchCommand": 1}]"#.into(),
