@@ -8,7 +8,8 @@
 //! (`files/assemble.rs`), reading each step's text (`files/read.rs`).
 
 mod assemble;
-mod read;
+pub(crate) mod found;
+pub(crate) mod read;
 mod scan;
 
 use std::path::PathBuf;
@@ -18,76 +19,22 @@ pub use crate::directives::{parse_directives, valid_connection_name, Header};
 pub use crate::names::check_name;
 
 pub use crate::layout::{declare_flyway, empty_up, DirectoryLayout, Layout};
-use crate::migration::{DownSteps, Migration, StepFormat};
-use crate::names::Role;
-use crate::{Problem, SourceError};
+use crate::migration::{DownSteps, Migration};
+use crate::SourceError;
+use found::Findings;
 
 use assemble::assemble;
-pub(crate) use read::read_text;
+pub use found::Skipped;
 pub use read::refuse_nul;
 use scan::scan_directory;
 
 type Result<T, E = SourceError> = std::result::Result<T, E>;
-
-/// Something in a migration directory that looks like a migration but was not loaded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Skipped {
-    pub path: PathBuf,
-    pub reason: String,
-}
 
 /// The migrations of a set of directories, and what was skipped there (for warnings).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Loaded {
     pub migrations: Vec<Migration>,
     pub skipped: Vec<Skipped>,
-}
-
-/// One step of a migration as found on disk, before its pair is known.
-#[derive(Debug)]
-pub(crate) struct Part {
-    pub version: i64,
-    pub name: String,
-    pub role: Role,
-    pub format: StepFormat,
-    pub path: PathBuf,
-    /// The step's text when the layout already read it (a section of a file).
-    pub text: Option<String>,
-    /// The layout turned the transaction off (goose `NO TRANSACTION`, dbmate
-    /// `transaction:false`, Diesel `run_in_transaction = false`).
-    pub no_transaction: bool,
-    /// The layout of its directory, once the directory's layout is settled.
-    pub layout: Option<DirectoryLayout>,
-    /// Where its text starts in the file, and the file lines its text leaves out (a section
-    /// of a dbmate or goose file); `(1, [])` for a whole file.
-    pub lines: (usize, Vec<usize>),
-    /// The byte ranges of its text under goose's `-- +goose ENVSUB ON`.
-    pub envsub: Vec<std::ops::Range<usize>>,
-    /// A repeatable migration (`R__<name>.sql`, `.json`): `version` is 0 and means nothing.
-    pub repeatable: bool,
-}
-
-/// What one loading run found wrong, and what it skipped.
-#[derive(Default)]
-pub(crate) struct Findings {
-    pub problems: Vec<Problem>,
-    pub skipped: Vec<Skipped>,
-}
-
-impl Findings {
-    pub(crate) fn problem(&mut self, file: impl Into<PathBuf>, reason: impl Into<String>) {
-        self.problems.push(Problem {
-            file: file.into(),
-            reason: reason.into(),
-        });
-    }
-
-    pub(crate) fn skip(&mut self, path: impl Into<PathBuf>, reason: impl Into<String>) {
-        self.skipped.push(Skipped {
-            path: path.into(),
-            reason: reason.into(),
-        });
-    }
 }
 
 /// Loads every migration in `directories`, in order, and validates the set as a whole.

@@ -2,73 +2,16 @@
 //! the up and down parts of a migration. Every part then goes through the same validation,
 //! directives and checksum as dirthara's own files (see [`crate::files`]).
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::files::{read_text, Findings, Part};
-use crate::migration::StepFormat;
+use crate::files::found::{Findings, Part};
+use crate::files::read::read_text;
 use crate::names::{check_name, format_of, parse_plain, parse_version, Role};
+use crate::vocabulary::StepFormat;
+pub use crate::vocabulary::{DirectoryLayout, Layout};
 
 mod sections;
 use sections::{dbmate_sections, goose_sections};
-
-/// A directory's file layout.
-///
-/// Non-exhaustive: another tool's layout may be added. Name one with [`Layout::parse`] (the
-/// names `format` takes in `dirthara.toml`) or a variant, and match with a wildcard arm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
-pub enum Layout {
-    /// `<version>_<name>.up.sql` + `.down.sql`, or `<version>_<name>.sql`: dirthara, sqlx,
-    /// golang-migrate.
-    Plain,
-    /// Folders `<version>_<name>/up.sql` + `down.sql`.
-    Diesel,
-    /// `<version>_<name>.sql` with `-- migrate:up` / `-- migrate:down` sections.
-    Dbmate,
-    /// `<version>_<name>.sql` with `-- +goose Up` / `-- +goose Down` sections.
-    Goose,
-    /// `V<version>__<name>.sql`, undo files `U<version>__<name>.sql` as downs.
-    Flyway,
-}
-
-impl Layout {
-    /// The names accepted for `format` in `dirthara.toml`.
-    pub fn parse(name: &str) -> Option<Layout> {
-        Some(match name {
-            "dirthara" | "sqlx" | "golang-migrate" => Layout::Plain,
-            "diesel" => Layout::Diesel,
-            "dbmate" => Layout::Dbmate,
-            "goose" => Layout::Goose,
-            "flyway" => Layout::Flyway,
-            _ => return None,
-        })
-    }
-
-    pub const NAMES: &'static str = "`dirthara` (also `sqlx`, `golang-migrate`), `diesel`, \
-                                     `dbmate`, `goose` or `flyway`";
-}
-
-/// The layout a migration's files were read in, and whether `dirthara.toml` declared it
-/// for their directory (`format`) or it was detected from the files. Advice about the
-/// files (which file reverses a migration, where its statements go) is given in it.
-///
-/// Declaring matters for `V<n>__` files: Flyway and refinery both write them, and only
-/// Flyway has `U<n>__` undo files (refinery runs a `U` file as a migration of its own).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct DirectoryLayout {
-    pub layout: Layout,
-    /// Named with `format` in `dirthara.toml`, not detected.
-    pub declared: bool,
-}
-
-impl DirectoryLayout {
-    /// Whether `U<n>__` files are undo steps here: only where the directory is declared
-    /// Flyway's.
-    pub fn has_flyway_undo(self) -> bool {
-        self.layout == Layout::Flyway && self.declared
-    }
-}
 
 /// How to declare `dir` Flyway's, so that its `U<n>__` files are undo steps: the words the
 /// advice about a `V<n>__` directory ends with.
@@ -99,18 +42,6 @@ pub fn empty_up(layout: Option<Layout>) -> String {
         "empty up: it has nothing to run (only comments, whitespace or `;`), so applying it \
          would record the migration and change nothing; {fix}"
     )
-}
-
-impl fmt::Display for Layout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Layout::Plain => "dirthara/sqlx/golang-migrate",
-            Layout::Diesel => "diesel",
-            Layout::Dbmate => "dbmate",
-            Layout::Goose => "goose",
-            Layout::Flyway => "flyway",
-        })
-    }
 }
 
 /// The parts one directory entry holds, and the layout they belong to.

@@ -16,6 +16,7 @@ mod names;
 pub mod placeholders;
 pub mod scaffold;
 pub mod sql;
+mod vocabulary;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use crate::layout::{DirectoryLayout, Layout};
+pub use crate::vocabulary::StepFormat;
+use crate::vocabulary::{DirectoryLayout, Layout};
 
 mod checksum;
 mod parsed;
@@ -27,39 +28,6 @@ impl fmt::Display for Direction {
             Direction::Up => "up",
             Direction::Down => "down",
         })
-    }
-}
-
-/// What a migration's steps are written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum StepFormat {
-    /// SQL text, sent to the database as it is.
-    Sql,
-    /// A JSON array of MongoDB database commands (Extended JSON v2), run in order.
-    MongoCommands,
-    /// Rust code (a `dirthara::RustMigration`); the step text only describes it.
-    Rust,
-}
-
-impl StepFormat {
-    /// The format's name in messages: `SQL`, `MongoDB (JSON)`, `Rust`.
-    pub fn name(self) -> &'static str {
-        match self {
-            StepFormat::Sql => "SQL",
-            StepFormat::MongoCommands => "MongoDB (JSON)",
-            StepFormat::Rust => "Rust",
-        }
-    }
-
-    /// The extension of its files (`sql`, `json`); `None` for migrations that are no file.
-    pub fn file_extension(self) -> Option<&'static str> {
-        match self {
-            StepFormat::Sql => Some("sql"),
-            StepFormat::MongoCommands => Some("json"),
-            StepFormat::Rust => None,
-        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! Migration file names: versions, names, and the role a file plays.
 
-use crate::migration::StepFormat;
+use crate::vocabulary::StepFormat;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Role {

@@ -477,6 +477,7 @@ impl Connections {
 
 mod attempts;
 mod blocking;
+mod bracket;
 mod commands;
 mod inspect;
 mod lint;

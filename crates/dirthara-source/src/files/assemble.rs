@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::found::{Findings, Part};
 use super::read::read_text;
-use super::{Findings, Part};
 use crate::commands::{is_blank_commands, parse_commands};
 use crate::directives::{parse_directives, Header};
 use crate::layout::{empty_up, Layout};

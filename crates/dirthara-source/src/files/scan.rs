@@ -3,10 +3,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::{Findings, Part, Result};
+use super::found::{Findings, Part};
 use crate::layout::{self, describe, is_flyway_name, DirectoryLayout, Entry, Layout};
 use crate::names::{format_of, looks_like_migration};
 use crate::SourceError;
+
+type Result<T, E = SourceError> = std::result::Result<T, E>;
 
 /// What the directory listing says an entry is, so that no `stat` per file is needed: the
 /// kernel hands the type over with the name (`d_type`). Only a symbolic link (or a file

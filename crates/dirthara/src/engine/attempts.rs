@@ -15,8 +15,9 @@ use std::time::Duration;
 // tokio's clock, which a test can pause and advance: the budget and the pauses are times.
 use tokio::time::Instant;
 
+use super::bracket::Bracket;
 use super::session::Session;
-use super::step::{Attempt, Bracket, Prepared};
+use super::step::{Attempt, Prepared};
 use crate::backoff::Backoff;
 use crate::error::Code;
 use crate::events::{EventKind, Warning};

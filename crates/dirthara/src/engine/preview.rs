@@ -3,7 +3,7 @@
 
 use super::attempts::{giving_of, requested_timeout};
 use super::blocking::{judge_plan, Backends};
-use super::step::bracket_of;
+use super::bracket::bracket_of;
 use super::Migrator;
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::BackendKind;

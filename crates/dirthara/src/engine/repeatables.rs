@@ -13,8 +13,8 @@
 use std::time::Instant;
 
 use super::attempts::giving_of;
+use super::bracket::Bracket;
 use super::session::Session;
-use super::step::Bracket;
 use crate::backend::{Step, StepBody, StepFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventKind;

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use super::step::{bracket_of, Bracket};
+use super::bracket::{bracket_of, Bracket};
 use super::{Connections, Migrator};
 use crate::adopt::{AdoptSource, AdoptionReport};
 use crate::backend::{Backend, Prepared};

@@ -9,12 +9,12 @@
 
 use std::time::Instant;
 
+use super::bracket::{bracket_of, Bracket};
 use super::session::{Session, Unrecorded};
 use crate::backend::{Step, StepBody, StepFailure};
 use crate::error::{Error, ErrorKind, Result};
 use crate::events::EventKind;
 use crate::history::{HistoryChange, NewRecord, RecordState};
-use crate::kind::Capabilities;
 use crate::lock::LockCheck;
 use crate::migration::{Direction, Migration, StepFormat};
 use crate::plan::PlannedStep;
@@ -23,38 +23,6 @@ use crate::rust_migration::RustMigration;
 
 #[cfg(feature = "failpoints")]
 mod planted;
-
-/// How a step's history records bracket it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Bracket {
-    /// A deliberate "reverses nothing": the record alone, nothing is sent.
-    RecordOnly,
-    /// The step and its record commit together or not at all.
-    Atomic,
-    /// The step cannot share a transaction with its record: a `running` marker first, so a
-    /// crash inside it is seen by the next run instead of being re-run or skipped.
-    Marked,
-}
-
-/// How the records of `step` bracket it, when the history connection is `history_connection`
-/// and can do what `history` says: the run asks it of the connection, `preview` of the
-/// connection's kind.
-pub(super) fn bracket_of(
-    step: &PlannedStep<'_>,
-    history_connection: &str,
-    history: &Capabilities,
-) -> Bracket {
-    if step.reverses_nothing() {
-        Bracket::RecordOnly
-    } else if step.transactional()
-        && step.migration.connection == history_connection
-        && history.transactional_ddl
-    {
-        Bracket::Atomic
-    } else {
-        Bracket::Marked
-    }
-}
 
 /// A step made ready to run: what it runs, where, and the records around it.
 pub(super) struct Prepared<'p> {

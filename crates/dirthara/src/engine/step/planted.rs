@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
-use super::{Attempt, Bracket, Prepared};
+use super::{Attempt, Prepared};
 use crate::backend::Step;
+use crate::engine::bracket::Bracket;
 use crate::engine::session::Session;
 use crate::error::Result;
 use crate::lock::LockCheck;
