@@ -42,9 +42,15 @@ use tempfile::TempDir;
 // The binary and its environment
 // ---------------------------------------------------------------------------------------
 
-/// The `dirthara` binary cargo built for this test (or bench) target.
+/// The `dirthara` binary cargo built for this test (or bench) target, unless
+/// `DIRTHARA_TEST_BIN` names another. CI runs the planted faults with a copy of the
+/// `failpoints` build beside other suites: cargo links each build's binary to the same
+/// `target/debug/dirthara`, and a cargo run for another suite would swap it under them.
 pub(crate) fn dirthara_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_dirthara"))
+    match std::env::var_os("DIRTHARA_TEST_BIN") {
+        Some(path) if !path.is_empty() => PathBuf::from(path),
+        _ => PathBuf::from(env!("CARGO_BIN_EXE_dirthara")),
+    }
 }
 
 /// Variables that change what dirthara does or how it prints, besides the `DIRTHARA_*` ones
