@@ -64,6 +64,20 @@ fn fresh_force_drops_every_table_and_applies_all_once_in_batch_1() {
     );
 }
 
+/// Only SQLite's own `sqlite_*` tables are left to it: in `LIKE 'sqlite_%'` the `_` matches
+/// any character, so a table named `sqlitex` would be kept, and the migration that creates it
+/// would then fail on it.
+#[test]
+fn fresh_drops_a_table_whose_name_only_looks_like_sqlites_own() {
+    let p = Project::new();
+    p.table_migration(1, "create_sqlitex", "sqlitex");
+    p.unlocked(DB, &["migrate"]).success();
+    let run = p.unlocked(DB, &["fresh", "--force"]);
+    run.success().stdout_has("sqlitex");
+    assert_eq!(steps(&run.stdout, "applied"), st(&[(1, "create_sqlitex")]));
+    assert_eq!(user_tables(&p), ["sqlitex"]);
+}
+
 #[test]
 fn fresh_json_reports_dropped_tables_and_applied_migrations() {
     let p = Project::new();

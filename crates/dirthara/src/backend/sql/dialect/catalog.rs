@@ -129,9 +129,11 @@ impl CatalogSql for SqlDialect {
 
     fn list_objects_sql(self, schema: Option<&str>) -> String {
         match self {
+            // SQLite's own tables (`sqlite_sequence`, `sqlite_stat1`) by their exact prefix:
+            // in `LIKE 'sqlite_%'` the `_` would match any character (`sqlitex`).
             SqlDialect::Sqlite => format!(
                 "SELECT type, name FROM {}.sqlite_master WHERE type IN ('table', 'view') \
-                 AND name NOT LIKE 'sqlite_%'",
+                 AND substr(name, 1, 7) <> 'sqlite_'",
                 schema.map_or_else(|| "main".to_string(), |s| self.ident(s))
             ),
             SqlDialect::Postgres => {
