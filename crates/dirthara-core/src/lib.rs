@@ -26,6 +26,8 @@
 //! - `plan`: the planner, pure functions from (migrations, history, command) to a plan, and
 //!   the table-lock retry policy (`plan/retry.rs`).
 //! - `report`: what a command returns.
+//! - `schema`: a schema read from a catalog as objects with canonical texts, the dump file
+//!   it renders to and reads back from, and the object-by-object comparison (pure).
 //! - `lock`: the lock algorithm — strategy, one wait loop, the held lock as a value, the lease
 //!   over a small store trait — and the primitives a backend implements ([`lock::LockHost`],
 //!   [`lock::SessionLock`], [`lock::LeaseStore`]).
@@ -48,6 +50,7 @@ pub mod migration;
 pub mod plan;
 pub mod redact;
 pub mod report;
+pub mod schema;
 pub mod step_report;
 pub mod text;
 pub mod vocabulary;
