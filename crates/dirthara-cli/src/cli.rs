@@ -238,6 +238,14 @@ pub(crate) enum Command {
         #[arg(long)]
         dirty: bool,
     },
+    /// Print the database's schema, read from its catalog (dirthara's own tables left out),
+    /// with the applied versions; with --check FILE, compare it with a dump and fail with
+    /// the differences (SCHEMA_MISMATCH)
+    Dump {
+        /// A dump written earlier (`dirthara dump > FILE`) the database must match
+        #[arg(long, value_name = "FILE")]
+        check: Option<std::path::PathBuf>,
+    },
     /// Show who holds the migration lock; with --force, release it
     Unlock {
         /// Release the lock unconditionally (ends the holding session)

@@ -145,6 +145,12 @@ async fn run(
             }
             renderer.status(&status, dirty);
         }
+        Command::Dump { check: None } => renderer.dump(&migrator.dump().await?),
+        Command::Dump { check: Some(file) } => {
+            let expected = crate::schema::read_dump(&file)?;
+            let live = migrator.dump().await?;
+            crate::schema::check(&renderer, &expected, &live, &file, migrator.config())?
+        }
         Command::Unlock { force: false } => renderer.lock(&migrator.lock_status().await?),
         Command::Unlock { force: true } => renderer.force_unlock(&migrator.force_unlock().await?),
         Command::Resolve {

@@ -127,6 +127,7 @@ fn fleet_command(command: Command) -> Result<FleetCommand, CliError> {
         Command::Refresh => return Err(not_over_a_fleet("refresh")),
         Command::Fresh { .. } => return Err(not_over_a_fleet("fresh")),
         Command::Unlock { .. } => return Err(not_over_a_fleet("unlock")),
+        Command::Dump { .. } => return Err(not_over_a_fleet("dump")),
         Command::New { .. } | Command::Completions { .. } | Command::Man | Command::Lint(_) => {
             unreachable!("run before any fleet is looked at")
         }

@@ -10,6 +10,7 @@ mod fleet;
 mod lint;
 mod render;
 mod scaffold;
+mod schema;
 mod settings;
 mod summary;
 mod telemetry;

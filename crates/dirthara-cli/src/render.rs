@@ -5,6 +5,7 @@ mod events;
 mod fleet;
 mod progress;
 mod reports;
+mod schema;
 
 use std::io::Write;
 
@@ -127,6 +128,8 @@ impl Renderer {
                     error,
                     CliError::FleetIncomplete(_) | CliError::LintFindings { .. }
                 ) => {}
+            // `dump --check`'s differences, already printed, are its one document.
+            OutputFormat::Json if error.code() == dirthara::Code::SchemaMismatch.as_str() => {}
             OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
             OutputFormat::Ndjson => {
                 let at = dirthara::format_timestamp(std::time::SystemTime::now());

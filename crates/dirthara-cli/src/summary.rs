@@ -245,6 +245,7 @@ pub(crate) fn command_name(command: &Command) -> &'static str {
         Command::Preview { .. } => "preview",
         Command::Status { .. } => "status",
         Command::Unlock { .. } => "unlock",
+        Command::Dump { .. } => "dump",
         Command::New { .. } => "new",
         Command::Resolve { .. } => "resolve",
         Command::Baseline(_) => "baseline",

@@ -239,6 +239,17 @@ pub enum ErrorKind {
         /// The grant that fixes it, as SQL to run as an owner or administrator.
         grant: String,
     },
+    /// `dump --check`: the database's schema is not the one in the file.
+    SchemaMismatch {
+        /// The named connection that was read.
+        connection: String,
+        /// The dump file it was compared with, as given.
+        file: PathBuf,
+        /// How many objects differ (added, missing or changed).
+        objects: usize,
+        /// The applied versions differ too.
+        versions: bool,
+    },
 }
 
 /// The error returned by every dirthara operation.
@@ -347,6 +358,7 @@ impl Error {
             ErrorKind::FleetEmpty { .. } => Code::FleetEmpty,
             ErrorKind::NoMigrations { .. } => Code::NoMigrations,
             ErrorKind::PermissionDenied { .. } => Code::PermissionDenied,
+            ErrorKind::SchemaMismatch { .. } => Code::SchemaMismatch,
         }
     }
 

@@ -54,7 +54,7 @@ const KIND_ORDER: [&str; 17] = [
 
 /// One object of a schema: its kind (`table`, `index`, ...; lower case, `_` for a space), its
 /// key (the qualified name, unique within the kind) and its canonical text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SchemaObject {
     pub kind: String,
     pub key: String,
@@ -77,14 +77,14 @@ impl SchemaObject {
 }
 
 /// One applied version of the history, as the dump's last section lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AppliedVersion {
     pub version: i64,
     pub description: String,
 }
 
 /// A schema, its objects sorted by kind and key, each key once.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct SchemaDump {
     objects: Vec<SchemaObject>,
     applied: Vec<AppliedVersion>,
@@ -305,6 +305,18 @@ pub fn compare(expected: &SchemaDump, live: &SchemaDump) -> Vec<Drift> {
         }
     }
     drift
+}
+
+/// The lines of the applied versions that differ between `expected` and `live`, as
+/// [`line_diff`] shows them; `None` when they are the same.
+pub fn compare_versions(expected: &SchemaDump, live: &SchemaDump) -> Option<String> {
+    let lines = |dump: &SchemaDump| -> String {
+        (dump.applied.iter())
+            .map(|a| format!("-- {} {}\n", a.version, a.description))
+            .collect()
+    };
+    let (old, new) = (lines(expected), lines(live));
+    (old != new).then(|| line_diff(&old, &new))
 }
 
 fn sort_key(object: &SchemaObject) -> (usize, &str, &str) {

@@ -80,6 +80,9 @@ pub enum Code {
     /// (the history, its meta and lease tables) or the use of a target's schema. Never read
     /// as "nothing applied".
     PermissionDenied,
+    /// `SCHEMA_MISMATCH`: `dump --check` found the database's schema (or its applied versions)
+    /// other than in the dump file; the differences are printed.
+    SchemaMismatch,
 }
 
 impl Code {
@@ -110,6 +113,7 @@ impl Code {
             Code::FleetEmpty => "FLEET_EMPTY",
             Code::NoMigrations => "NO_MIGRATIONS",
             Code::PermissionDenied => "PERMISSION_DENIED",
+            Code::SchemaMismatch => "SCHEMA_MISMATCH",
         }
     }
 }

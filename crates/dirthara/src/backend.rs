@@ -223,6 +223,15 @@ pub(crate) trait Backend: LockHost + Send {
         )))
     }
 
+    /// The schema of the connection's database (on PostgreSQL, of its schema), read from the
+    /// catalog, dirthara's own tables left out: what `dump` prints. Reads, never writes.
+    async fn read_schema(&mut self) -> Result<Vec<crate::schema::SchemaObject>> {
+        Err(Error::config(format!(
+            "`dump` reads a schema from a SQL database or MongoDB, not from {}",
+            self.capabilities().database
+        )))
+    }
+
     /// Runs a query someone wrote to list a fleet's targets (`--targets-sql`), every value as
     /// text (`None`: NULL).
     async fn query_text(&mut self, _sql: &str) -> Result<Vec<Vec<Option<String>>>> {

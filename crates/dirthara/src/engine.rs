@@ -479,6 +479,7 @@ mod attempts;
 mod blocking;
 mod bracket;
 mod commands;
+mod dump;
 mod inspect;
 mod lint;
 mod load;

@@ -110,7 +110,7 @@ pub mod cli_support {
 // The layers below, from dirthara-core, under the names the modules here use.
 use dirthara_core::{
     backoff, blocking, error, events, format, history, kind, lock, migration, plan, redact, report,
-    vocabulary,
+    schema, vocabulary,
 };
 
 mod adopt;
@@ -177,6 +177,10 @@ pub use report::{
     StatusReport, StepReport,
 };
 pub use rust_migration::{Connection, RustMigration, StepError};
+pub use schema::{
+    compare as compare_schemas, compare_versions as compare_schema_versions, AppliedVersion,
+    Change, Drift, SchemaDump, SchemaObject,
+};
 pub use source::DirectoryLayout;
 #[cfg(feature = "otel")]
 pub use telemetry::Telemetry;

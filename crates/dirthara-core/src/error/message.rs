@@ -392,6 +392,29 @@ impl Error {
                  applied or pending. As an owner of the objects, grant what the runner's role \
                  needs: {grant}"
             ),
+            ErrorKind::SchemaMismatch {
+                connection,
+                file,
+                objects,
+                versions,
+            } => {
+                let what = match (*objects, *versions) {
+                    (0, _) => "its applied versions differ".to_string(),
+                    (1, false) => "1 object differs".to_string(),
+                    (n, false) => format!("{n} objects differ"),
+                    (1, true) => "1 object and the applied versions differ".to_string(),
+                    (n, true) => format!("{n} objects and the applied versions differ"),
+                };
+                write!(
+                    f,
+                    "the schema of `{connection}` is not the one in {}: {what} (shown on \
+                     standard output, `-` as in the file, `+` as in the database). If the \
+                     database is right, write the file again: `dirthara dump > {}`; if the file \
+                     is, find what changed the database outside the migrations",
+                    file.display(),
+                    file.display()
+                )
+            }
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
         }
     }

@@ -25,6 +25,7 @@ use crate::migration::Direction;
 use crate::rust_migration::{Connection, RustMigration};
 
 mod commands;
+mod dump;
 mod grants;
 mod history;
 mod lease;
@@ -294,6 +295,10 @@ impl Backend for MongoBackend {
         }
         dropped.sort();
         Ok(dropped)
+    }
+
+    async fn read_schema(&mut self) -> Result<Vec<crate::schema::SchemaObject>> {
+        self.dump_objects().await
     }
 
     async fn list_namespaces(&mut self, what: Namespaces) -> Result<Vec<String>> {

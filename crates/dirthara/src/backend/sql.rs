@@ -18,6 +18,7 @@ use crate::lock::{lease_table, LeaseStore, LockHost, LockSupport, SessionLock};
 
 mod dialect;
 mod driver;
+mod dump;
 mod error;
 mod grants;
 mod history;
@@ -304,6 +305,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
             .into_iter()
             .filter_map(|mut row| row.first_mut()?.take())
             .collect())
+    }
+
+    async fn read_schema(&mut self) -> Result<Vec<crate::schema::SchemaObject>> {
+        self.dump_objects().await
     }
 
     async fn query_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {

@@ -1,0 +1,246 @@
+//! `dump` and `dump --check` (issue 30), on PostgreSQL, MariaDB (Oracle MySQL in CI's MySQL
+//! lane), SQLite and the MongoDB-compatible server: two databases built by the same files,
+//! one in a single run and one in two runs after other objects came and went, dump byte for
+//! byte the same, without dirthara's own tables; `dump --check` passes against that dump,
+//! and fails with `SCHEMA_MISMATCH` and the lines that differ once the database is changed by
+//! hand.
+
+mod support;
+
+use std::path::Path;
+use std::process::Output;
+
+use support::scenarios::{Database, Place};
+use support::servers::Server;
+use support::{dirthara, scratch_dir, text};
+
+crate::scenario_tests! {
+    postgres => Database::Server(Server::Postgres) => [
+        databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+    ],
+    mariadb => Database::Server(Server::Mysql) => [
+        databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+    ],
+    sqlite => Database::Sqlite => [
+        databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+    ],
+    mongodb => Database::Server(Server::Mongo) => [
+        databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+    ],
+}
+
+fn is_mongo(place: &Place) -> bool {
+    place.db().is_some_and(|db| db.server == Server::Mongo)
+}
+
+/// `dirthara ARGS` on `place`; SQLite's commands that take the lock run without it.
+fn run(place: &Place, dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = dirthara(&place.url(), dir, &[]);
+    if place.db().is_none() && args[0] != "dump" {
+        cmd.arg("--no-lock");
+    }
+    cmd.args(args).output().unwrap()
+}
+
+fn ok(out: &Output) -> String {
+    let (stdout, stderr) = text(out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+/// Two migrations: a table (collection) with an index, then a view of it; on SQL databases
+/// also a table whose key counts up on its own (its counter is not schema).
+fn write_migrations(dir: &Path, database: Database) {
+    let mongo = database == Database::Server(Server::Mongo);
+    let files: [(&str, &str); 4] = if mongo {
+        [
+            (
+                "1_items.up.json",
+                r#"[{"create": "items", "validator": {"name": {"$type": "string"}}},
+                    {"createIndexes": "items", "indexes": [{"key": {"name": 1, "id": -1}, "name": "items_name"}]}]"#,
+            ),
+            ("1_items.down.json", r#"[{"drop": "items"}]"#),
+            (
+                "2_named.up.json",
+                r#"[{"create": "named_items", "viewOn": "items", "pipeline": [{"$match": {"name": {"$exists": true}}}]}]"#,
+            ),
+            ("2_named.down.json", r#"[{"drop": "named_items"}]"#),
+        ]
+    } else {
+        [
+            (
+                "1_items.up.sql",
+                "CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(50) NOT NULL);\n\
+                 CREATE INDEX items_name ON items (name);\n",
+            ),
+            ("1_items.down.sql", "DROP TABLE items;\n"),
+            (
+                "2_named.up.sql",
+                "CREATE VIEW named_items AS SELECT id, name FROM items WHERE name <> '';\n",
+            ),
+            ("2_named.down.sql", "DROP VIEW named_items;\n"),
+        ]
+    };
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let counted = match database {
+        Database::Server(Server::Postgres) => "id SERIAL PRIMARY KEY",
+        Database::Server(Server::Mysql) => "id INT AUTO_INCREMENT PRIMARY KEY",
+        Database::Sqlite => "id INTEGER PRIMARY KEY AUTOINCREMENT",
+        Database::Server(Server::Mongo) => return,
+    };
+    let up = format!("CREATE TABLE counted ({counted}, note VARCHAR(10));\n");
+    std::fs::write(dir.join("3_counted.up.sql"), up).unwrap();
+    std::fs::write(dir.join("3_counted.down.sql"), "DROP TABLE counted;\n").unwrap();
+}
+
+async fn sqlite_execute(place: &Place, sql: &str) {
+    use sqlx::sqlite::SqliteConnectOptions;
+    use sqlx::{Connection, Executor};
+    let Place::Sqlite(dir) = place else {
+        unreachable!("a SQLite place")
+    };
+    let options = SqliteConnectOptions::new().filename(dir.path().join("lock.db"));
+    let mut conn = sqlx::SqliteConnection::connect_with(&options.create_if_missing(true))
+        .await
+        .unwrap();
+    conn.execute(sql).await.unwrap();
+}
+
+/// Runs `sql` on a SQL database, or makes (and, with `drop`, drops) a collection on MongoDB.
+async fn by_hand(place: &Place, sql: &str, collection: &str, drop: bool) {
+    match place {
+        Place::Server(db) if db.server == Server::Mongo => {
+            let mongo = db.mongo().await;
+            mongo.create_collection(collection).await.unwrap();
+            if drop {
+                mongo
+                    .collection::<::mongodb::bson::Document>(collection)
+                    .drop()
+                    .await
+                    .unwrap();
+            }
+        }
+        Place::Server(db) => db.execute(sql).await,
+        Place::Sqlite(_) => sqlite_execute(place, sql).await,
+    }
+}
+
+async fn databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check(
+    database: Database,
+) {
+    let (Some(one), Some(two)) = (Place::new(database).await, Place::new(database).await) else {
+        return;
+    };
+    let mongo = is_mongo(&one);
+    let dir = scratch_dir();
+    write_migrations(dir.path(), database);
+
+    // One database in one run; the other in two, after an object came and went (it moves
+    // OIDs and row ids on, and leaves nothing behind).
+    ok(&run(&one, dir.path(), &["migrate"]));
+    by_hand(
+        &two,
+        "CREATE TABLE churn (id INT); DROP TABLE churn",
+        "churn",
+        true,
+    )
+    .await;
+    ok(&run(&two, dir.path(), &["to", "1"]));
+    ok(&run(&two, dir.path(), &["migrate"]));
+
+    // Rows counted in one database only: its counter moves on, its schema does not.
+    if !mongo {
+        by_hand(
+            &two,
+            "INSERT INTO counted (note) VALUES ('a'), ('b')",
+            "",
+            false,
+        )
+        .await;
+    }
+
+    let dumped = ok(&run(&one, dir.path(), &["dump"]));
+    assert_eq!(ok(&run(&two, dir.path(), &["dump"])), dumped);
+    assert!(dumped.starts_with("-- dirthara schema dump\n"), "{dumped}");
+    let versions = match mongo {
+        true => "-- applied versions\n-- 1 items\n-- 2 named\n",
+        false => "-- applied versions\n-- 1 items\n-- 2 named\n-- 3 counted\n",
+    };
+    assert!(dumped.ends_with(versions), "{dumped}");
+    let (table, view, index) = match mongo {
+        true => (
+            "-- object collection items\n",
+            "-- object view named_items\n",
+            "-- object index items.items_name\n",
+        ),
+        false => (
+            "-- object table items\n",
+            "-- object view named_items\n",
+            "-- object index items.items_name\n",
+        ),
+    };
+    for header in [table, view] {
+        assert!(dumped.contains(header), "{header} not in\n{dumped}");
+    }
+    // MySQL keeps an index in its table's CREATE TABLE; the others list it apart.
+    let mysql = one.db().is_some_and(|db| db.server == Server::Mysql);
+    assert_eq!(dumped.contains(index), !mysql, "{dumped}");
+    assert!(
+        !dumped.contains("dirthara_migrations"),
+        "dirthara's own tables: {dumped}"
+    );
+
+    let file = dir.path().join("schema.dump");
+    std::fs::write(&file, &dumped).unwrap();
+    let file_arg = file.to_str().unwrap();
+    let matched = ok(&run(&two, dir.path(), &["dump", "--check", file_arg]));
+    assert!(matched.starts_with("The schema matches "), "{matched}");
+
+    // A change by hand: a column added (a collection made, on MongoDB).
+    by_hand(
+        &two,
+        "ALTER TABLE items ADD COLUMN extra INT",
+        "stray",
+        false,
+    )
+    .await;
+    let refused = run(&two, dir.path(), &["dump", "--check", file_arg]);
+    let (stdout, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(stderr.contains("Error [SCHEMA_MISMATCH]"), "{stderr}");
+    assert!(stderr.contains("1 object differs"), "{stderr}");
+    match mongo {
+        true => assert!(
+            stdout.contains("collection stray: in the database, not in the file\n+{"),
+            "{stdout}"
+        ),
+        false => {
+            assert!(stdout.starts_with("table items: changed\n@@ "), "{stdout}");
+            let added: Vec<&str> = stdout.lines().filter(|l| l.starts_with('+')).collect();
+            assert!(added.iter().any(|l| l.contains("extra")), "{stdout}");
+        }
+    }
+    let json = run(
+        &two,
+        dir.path(),
+        &["dump", "--check", file_arg, "--output", "json"],
+    );
+    assert_eq!(json.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(doc["matches"], false);
+    let drift = doc["drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 1, "{doc}");
+    let expected = match mongo {
+        true => ("collection stray", "added"),
+        false => ("table items", "changed"),
+    };
+    assert_eq!(
+        (drift[0]["object"].as_str(), drift[0]["change"].as_str()),
+        (Some(expected.0), Some(expected.1))
+    );
+
+    // The first database was never touched: it still matches.
+    ok(&run(&one, dir.path(), &["dump", "--check", file_arg]));
+}
