@@ -103,17 +103,17 @@ impl<D: SqlDriver> SqlBackend<D> {
                 .unwrap_or_default(),
         };
         let listing = format!(
-            "SELECT CASE TABLE_TYPE WHEN 'VIEW' THEN 'view' ELSE 'table' END, \
+            "SELECT CAST(CASE TABLE_TYPE WHEN 'VIEW' THEN 'view' ELSE 'table' END AS CHAR), \
                CAST(TABLE_NAME AS CHAR), NULL, NULL FROM information_schema.TABLES \
                WHERE TABLE_SCHEMA = {database} \
-             UNION ALL SELECT LOWER(ROUTINE_TYPE), CAST(ROUTINE_NAME AS CHAR), NULL, NULL \
+             UNION ALL SELECT CAST(LOWER(ROUTINE_TYPE) AS CHAR), CAST(ROUTINE_NAME AS CHAR), NULL, NULL \
                FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = {database} \
-             UNION ALL SELECT 'trigger', CAST(TRIGGER_NAME AS CHAR), \
+             UNION ALL SELECT CAST('trigger' AS CHAR), CAST(TRIGGER_NAME AS CHAR), \
                CAST(EVENT_OBJECT_TABLE AS CHAR), CAST(CONCAT('CREATE TRIGGER `', TRIGGER_NAME, \
                '` ', ACTION_TIMING, ' ', EVENT_MANIPULATION, ' ON `', EVENT_OBJECT_TABLE, \
                '` FOR EACH ROW ', ACTION_STATEMENT) AS CHAR) FROM information_schema.TRIGGERS \
                WHERE TRIGGER_SCHEMA = {database} \
-             UNION ALL SELECT 'event', CAST(EVENT_NAME AS CHAR), NULL, NULL \
+             UNION ALL SELECT CAST('event' AS CHAR), CAST(EVENT_NAME AS CHAR), NULL, NULL \
                FROM information_schema.EVENTS WHERE EVENT_SCHEMA = {database}"
         );
         let mut objects = Vec::new();
