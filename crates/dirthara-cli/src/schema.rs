@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dirthara::{compare_schemas, Config, Error, ErrorKind, SchemaDump};
+use dirthara::{compare_schema_versions, compare_schemas, Config, Error, ErrorKind, SchemaDump};
 
 use crate::error::CliError;
 use crate::render::Renderer;
@@ -37,8 +37,9 @@ pub(crate) fn check(
     config: &Config,
 ) -> Result<(), CliError> {
     let drift = compare_schemas(expected, live);
-    let versions = expected.applied() != live.applied();
-    renderer.schema_check(file, &drift, versions.then_some((expected, live)));
+    let versions = compare_schema_versions(expected, live);
+    renderer.schema_check(file, &drift, versions.as_deref());
+    let versions = versions.is_some();
     if drift.is_empty() && !versions {
         return Ok(());
     }

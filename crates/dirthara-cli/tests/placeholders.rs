@@ -553,10 +553,13 @@ async fn a_fleet_target_fills_in_its_own_schema_and_name() {
          INSERT INTO marks VALUES ('${dirthara:schema}', '${dirthara:target}');",
         None,
     );
-    let out = dirthara(&db.url, m.path(), &["--schemas", "tenant_*", "migrate"])
-        .output()
-        .unwrap();
-    ok(&out);
+    let migrate_fleet = || {
+        let out = dirthara(&db.url, m.path(), &["--schemas", "tenant_*", "migrate"])
+            .output()
+            .unwrap();
+        ok(&out);
+    };
+    migrate_fleet();
     assert_eq!(
         db.strings(
             "SELECT s || '/' || t FROM tenant_a.marks UNION ALL SELECT s || '/' || t FROM tenant_b.marks"
@@ -572,10 +575,7 @@ async fn a_fleet_target_fills_in_its_own_schema_and_name() {
     )
     .unwrap();
     for _ in 0..2 {
-        let out = dirthara(&db.url, m.path(), &["--schemas", "tenant_*", "migrate"])
-            .output()
-            .unwrap();
-        ok(&out);
+        migrate_fleet();
     }
     assert_eq!(
         db.strings(

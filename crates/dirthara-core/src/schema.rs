@@ -62,11 +62,13 @@ pub struct SchemaObject {
 }
 
 impl SchemaObject {
-    pub fn new(kind: impl Into<String>, key: impl Into<String>, text: impl AsRef<str>) -> Self {
+    /// The object; its text is made canonical by [`SchemaDump::new`], which every object
+    /// goes through.
+    pub fn new(kind: impl Into<String>, key: impl Into<String>, text: impl Into<String>) -> Self {
         SchemaObject {
             kind: kind.into(),
             key: key.into(),
-            text: canonical_text(text.as_ref()),
+            text: text.into(),
         }
     }
 
@@ -276,22 +278,8 @@ pub fn compare(expected: &SchemaDump, live: &SchemaDump) -> Vec<Drift> {
             (Some(a), Some(b)) => sort_key(a).cmp(&sort_key(b)),
         };
         match order {
-            std::cmp::Ordering::Less => {
-                let object = e.next().expect("peeked");
-                drift.push(Drift {
-                    object: object.name(),
-                    change: Change::Missing,
-                    detail: object.text.clone(),
-                });
-            }
-            std::cmp::Ordering::Greater => {
-                let object = l.next().expect("peeked");
-                drift.push(Drift {
-                    object: object.name(),
-                    change: Change::Added,
-                    detail: object.text.clone(),
-                });
-            }
+            std::cmp::Ordering::Less => drift.push(whole(e.next(), Change::Missing)),
+            std::cmp::Ordering::Greater => drift.push(whole(l.next(), Change::Added)),
             std::cmp::Ordering::Equal => {
                 let (a, b) = (e.next().expect("peeked"), l.next().expect("peeked"));
                 if a.text != b.text {
@@ -317,6 +305,16 @@ pub fn compare_versions(expected: &SchemaDump, live: &SchemaDump) -> Option<Stri
     };
     let (old, new) = (lines(expected), lines(live));
     (old != new).then(|| line_diff(&old, &new))
+}
+
+/// An object only one side has, its whole text as the detail.
+fn whole(object: Option<&SchemaObject>, change: Change) -> Drift {
+    let object = object.expect("peeked");
+    Drift {
+        object: object.name(),
+        change,
+        detail: object.text.clone(),
+    }
 }
 
 fn sort_key(object: &SchemaObject) -> (usize, &str, &str) {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use dirthara::{compare_schema_versions, Change, Drift, SchemaDump};
+use dirthara::{Change, Drift, SchemaDump};
 
 use super::{stdout_line, Renderer};
 use crate::cli::OutputFormat;
@@ -19,16 +19,8 @@ impl Renderer {
     }
 
     /// Each object that differs, with its lines (`-` as in the file, `+` as in the
-    /// database), and the applied versions when they differ (`versions`: the file's and
-    /// the database's dumps).
-    pub(crate) fn schema_check(
-        &self,
-        file: &Path,
-        drift: &[Drift],
-        versions: Option<(&SchemaDump, &SchemaDump)>,
-    ) {
-        let versions_diff =
-            versions.and_then(|(expected, live)| compare_schema_versions(expected, live));
+    /// database), and the lines of the applied versions when they differ.
+    pub(crate) fn schema_check(&self, file: &Path, drift: &[Drift], versions_diff: Option<&str>) {
         let matches = drift.is_empty() && versions_diff.is_none();
         let result = serde_json::json!({
             "file": file.display().to_string(),

@@ -82,7 +82,8 @@ fn what_means_nothing_is_left_out_of_an_objects_text() {
         "t",
         "\r\n\nCREATE TABLE t (\r\n  id int   \r\n);\n\n",
     );
-    assert_eq!(a.text, "CREATE TABLE t (\n  id int\n);");
+    let dump = SchemaDump::new(vec![a], vec![]).unwrap();
+    assert_eq!(dump.objects()[0].text, "CREATE TABLE t (\n  id int\n);");
 }
 
 #[test]
@@ -145,6 +146,11 @@ fn compare_names_each_added_missing_and_changed_object() {
     );
     assert_eq!(drift[0].detail, "CREATE TABLE audit (id int);");
     assert!(compare(&expected, &expected).is_empty());
+    assert_eq!(
+        compare_versions(&expected, &live).as_deref(),
+        Some("@@ -1,1 +1,2 @@\n -- 1 users\n+-- 2 x\n")
+    );
+    assert_eq!(compare_versions(&expected, &expected), None);
     assert_eq!(
         serde_json::to_value(&drift[2]).unwrap(),
         serde_json::json!({"object": "index users.users_email_idx", "change": "missing", "detail": "CREATE INDEX users_email_idx ON users (email);"})

@@ -55,21 +55,11 @@ impl<D: SqlDriver> SqlBackend<D> {
             None => "main".to_string(),
         };
         let sql = format!(
-            "SELECT type, name, sql, tbl_name FROM {schema}.sqlite_master \
+            "SELECT type, CASE WHEN type IN ('index', 'trigger') THEN tbl_name || '.' || name \
+             ELSE name END, sql, tbl_name FROM {schema}.sqlite_master \
              WHERE sql IS NOT NULL AND substr(name, 1, 7) <> 'sqlite_'"
         );
-        Ok((self.rows(&sql).await?.into_iter())
-            .filter_map(|row| match <[_; 4]>::try_from(row) {
-                Ok([Some(kind), Some(name), Some(text), owner]) => {
-                    let key = match kind.as_str() {
-                        "index" | "trigger" => format!("{}.{name}", owner.as_deref().unwrap_or("")),
-                        _ => name,
-                    };
-                    Some((SchemaObject::new(kind, key, statement(&text)), owner))
-                }
-                _ => None,
-            })
-            .collect())
+        self.owned_objects(&sql).await
     }
 
     async fn postgres_objects(&mut self) -> Result<Vec<Owned>> {
@@ -77,17 +67,19 @@ impl<D: SqlDriver> SqlBackend<D> {
             Some(schema) => SqlDialect::Postgres.literal(schema),
             None => "current_schema()".to_string(),
         };
-        Ok((self
-            .rows(&postgres::objects_sql(&schema))
-            .await?
-            .into_iter())
-        .filter_map(|row| match <[_; 4]>::try_from(row) {
-            Ok([Some(kind), Some(key), Some(text), owner]) => {
-                Some((SchemaObject::new(kind, key, statement(&text)), owner))
-            }
-            _ => None,
-        })
-        .collect())
+        self.owned_objects(&postgres::objects_sql(&schema)).await
+    }
+
+    /// The objects of a query whose rows are (kind, key, text, the table it belongs to).
+    async fn owned_objects(&mut self, sql: &str) -> Result<Vec<Owned>> {
+        Ok((self.rows(sql).await?.into_iter())
+            .filter_map(|row| match <[_; 4]>::try_from(row) {
+                Ok([Some(kind), Some(key), Some(text), owner]) => {
+                    Some((SchemaObject::new(kind, key, statement(&text)), owner))
+                }
+                _ => None,
+            })
+            .collect())
     }
 
     /// `SHOW CREATE ...` of every table, view, routine, trigger and event of the database.
