@@ -246,6 +246,17 @@ pub(crate) enum Command {
         #[arg(long, value_name = "FILE")]
         check: Option<std::path::PathBuf>,
     },
+    /// Compare the live schema with the snapshot the last command that changed it took (or
+    /// with a dump), under the lock; fail with the differences (SCHEMA_DRIFT)
+    Drift {
+        /// Compare with a dump written earlier (`dirthara dump > FILE`) instead
+        #[arg(long, value_name = "FILE", conflicts_with = "accept")]
+        against: Option<std::path::PathBuf>,
+        /// Take the live schema as the reference from now on (a history with no snapshot yet,
+        /// or a change made on purpose outside the migrations)
+        #[arg(long)]
+        accept: bool,
+    },
     /// Show who holds the migration lock; with --force, release it
     Unlock {
         /// Release the lock unconditionally (ends the holding session)

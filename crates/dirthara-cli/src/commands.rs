@@ -147,9 +147,26 @@ async fn run(
         }
         Command::Dump { check: None } => renderer.dump(&migrator.dump().await?),
         Command::Dump { check: Some(file) } => {
-            let expected = crate::schema::read_dump(&file)?;
+            let expected = crate::schema::read_dump(&file, "--check")?;
             let live = migrator.dump().await?;
             crate::schema::check(&renderer, &expected, &live, &file, migrator.config())?
+        }
+        Command::Drift { accept: true, .. } => {
+            renderer.accepted(&migrator.accept_schema().await?, migrator.config())
+        }
+        Command::Drift { against, .. } => {
+            let report = match &against {
+                Some(file) => {
+                    let dump = crate::schema::read_dump(file, "--against")?;
+                    let name = file.display().to_string();
+                    migrator.drift_against(&name, &dump).await?
+                }
+                None => migrator.drift().await?,
+            };
+            renderer.drift(&report);
+            if let Some(error) = report.error() {
+                return Err(error.into());
+            }
         }
         Command::Unlock { force: false } => renderer.lock(&migrator.lock_status().await?),
         Command::Unlock { force: true } => renderer.force_unlock(&migrator.force_unlock().await?),

@@ -53,6 +53,8 @@ pub(crate) enum CliError {
 pub(crate) struct FleetIncomplete {
     pub targets: usize,
     pub failed: usize,
+    /// Of the failed ones, those `drift` found drifted.
+    pub drifted: usize,
     pub skipped: usize,
     /// The first target that failed, why, and the error's message with the commands it
     /// suggests run on that target alone.
@@ -63,7 +65,19 @@ pub(crate) struct FleetIncomplete {
 
 impl fmt::Display for FleetIncomplete {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} of {} target(s) failed", self.failed, self.targets)?;
+        match self.drifted {
+            0 => write!(f, "{} of {} target(s) failed", self.failed, self.targets)?,
+            n if n == self.failed => write!(
+                f,
+                "{n} of {} target(s) drifted from their schema snapshot",
+                self.targets
+            )?,
+            n => write!(
+                f,
+                "{} of {} target(s) failed ({n} of them drifted from their schema snapshot)",
+                self.failed, self.targets
+            )?,
+        }
         if self.skipped > 0 {
             write!(f, " and {} were not started", self.skipped)?;
             if self.interrupted {

@@ -128,6 +128,13 @@ fn fleet_command(command: Command) -> Result<FleetCommand, CliError> {
         Command::Fresh { .. } => return Err(not_over_a_fleet("fresh")),
         Command::Unlock { .. } => return Err(not_over_a_fleet("unlock")),
         Command::Dump { .. } => return Err(not_over_a_fleet("dump")),
+        // Each target's schema is its own (on PostgreSQL its objects are named with its
+        // schema): one file fits one target.
+        Command::Drift {
+            against: Some(_), ..
+        } => return Err(not_over_a_fleet("drift --against")),
+        Command::Drift { accept: true, .. } => FleetCommand::AcceptSchema,
+        Command::Drift { .. } => FleetCommand::Drift,
         Command::New { .. } | Command::Completions { .. } | Command::Man | Command::Lint(_) => {
             unreachable!("run before any fleet is looked at")
         }
@@ -151,6 +158,7 @@ fn incomplete(report: &FleetReport, source: &TargetSource, interrupted: bool) ->
     FleetIncomplete {
         targets: report.totals.targets,
         failed: report.totals.failed,
+        drifted: report.totals.drifted,
         skipped: report.totals.skipped,
         first,
         interrupted,

@@ -128,8 +128,12 @@ impl Renderer {
                     error,
                     CliError::FleetIncomplete(_) | CliError::LintFindings { .. }
                 ) => {}
-            // `dump --check`'s differences, already printed, are its one document.
-            OutputFormat::Json if error.code() == dirthara::Code::SchemaMismatch.as_str() => {}
+            // `dump --check`'s and `drift`'s differences, already printed, are their one
+            // document.
+            OutputFormat::Json
+                if [dirthara::Code::SchemaMismatch, dirthara::Code::SchemaDrift]
+                    .iter()
+                    .any(|code| error.code() == code.as_str()) => {}
             OutputFormat::Json => self.json(&serde_json::json!({ "error": error })),
             OutputFormat::Ndjson => {
                 let at = dirthara::format_timestamp(std::time::SystemTime::now());

@@ -1,5 +1,5 @@
-//! `dump --check FILE`: the database's schema against a dump written earlier, object by
-//! object, and its applied versions against the file's.
+//! `dump --check FILE` and `drift --against FILE`: the database's schema against a dump
+//! written earlier, object by object, and its applied versions against the file's.
 
 use std::path::Path;
 
@@ -9,17 +9,17 @@ use crate::error::CliError;
 use crate::render::Renderer;
 
 /// The dump in `file`; an unreadable file or one that is no dump is the user's input at fault.
-pub(crate) fn read_dump(file: &Path) -> Result<SchemaDump, CliError> {
+pub(crate) fn read_dump(file: &Path, flag: &str) -> Result<SchemaDump, CliError> {
     let text = std::fs::read_to_string(file).map_err(|e| {
         Error::config(format!(
-            "cannot read the dump {} (--check): {e}; write it first with `dirthara dump > {}`",
+            "cannot read the dump {} ({flag}): {e}; write it first with `dirthara dump > {}`",
             file.display(),
             file.display()
         ))
     })?;
     SchemaDump::parse(&text).map_err(|e| {
         Error::config(format!(
-            "{} (--check) is not a dump dirthara can read: {e}; write it again with \
+            "{} ({flag}) is not a dump dirthara can read: {e}; write it again with \
              `dirthara dump > {}`",
             file.display(),
             file.display()

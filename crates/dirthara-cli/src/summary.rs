@@ -246,6 +246,7 @@ pub(crate) fn command_name(command: &Command) -> &'static str {
         Command::Status { .. } => "status",
         Command::Unlock { .. } => "unlock",
         Command::Dump { .. } => "dump",
+        Command::Drift { .. } => "drift",
         Command::New { .. } => "new",
         Command::Resolve { .. } => "resolve",
         Command::Baseline(_) => "baseline",

@@ -12,20 +12,24 @@ use std::process::Output;
 
 use support::scenarios::{Database, Place};
 use support::servers::Server;
-use support::{dirthara, scratch_dir, text};
+use support::{scratch_dir, text};
 
 crate::scenario_tests! {
     postgres => Database::Server(Server::Postgres) => [
         databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+        dump_schema_is_written_after_each_command_that_changed_the_schema,
     ],
     mariadb => Database::Server(Server::Mysql) => [
         databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+        dump_schema_is_written_after_each_command_that_changed_the_schema,
     ],
     sqlite => Database::Sqlite => [
         databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+        dump_schema_is_written_after_each_command_that_changed_the_schema,
     ],
     mongodb => Database::Server(Server::Mongo) => [
         databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fails_the_check,
+        dump_schema_is_written_after_each_command_that_changed_the_schema,
     ],
 }
 
@@ -33,13 +37,8 @@ fn is_mongo(place: &Place) -> bool {
     place.db().is_some_and(|db| db.server == Server::Mongo)
 }
 
-/// `dirthara ARGS` on `place`; SQLite's commands that take the lock run without it.
 fn run(place: &Place, dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = dirthara(&place.url(), dir, &[]);
-    if place.db().is_none() && args[0] != "dump" {
-        cmd.arg("--no-lock");
-    }
-    cmd.args(args).output().unwrap()
+    place.run_cli(dir, args)
 }
 
 fn ok(out: &Output) -> String {
@@ -95,19 +94,6 @@ fn write_migrations(dir: &Path, database: Database) {
     std::fs::write(dir.join("3_counted.down.sql"), "DROP TABLE counted;\n").unwrap();
 }
 
-async fn sqlite_execute(place: &Place, sql: &str) {
-    use sqlx::sqlite::SqliteConnectOptions;
-    use sqlx::{Connection, Executor};
-    let Place::Sqlite(dir) = place else {
-        unreachable!("a SQLite place")
-    };
-    let options = SqliteConnectOptions::new().filename(dir.path().join("lock.db"));
-    let mut conn = sqlx::SqliteConnection::connect_with(&options.create_if_missing(true))
-        .await
-        .unwrap();
-    conn.execute(sql).await.unwrap();
-}
-
 /// Runs `sql` on a SQL database, or makes (and, with `drop`, drops) a collection on MongoDB.
 async fn by_hand(place: &Place, sql: &str, collection: &str, drop: bool) {
     match place {
@@ -122,8 +108,7 @@ async fn by_hand(place: &Place, sql: &str, collection: &str, drop: bool) {
                     .unwrap();
             }
         }
-        Place::Server(db) => db.execute(sql).await,
-        Place::Sqlite(_) => sqlite_execute(place, sql).await,
+        _ => place.execute(sql).await,
     }
 }
 
@@ -243,4 +228,91 @@ async fn databases_built_by_the_same_files_dump_the_same_and_a_change_by_hand_fa
 
     // The first database was never touched: it still matches.
     ok(&run(&one, dir.path(), &["dump", "--check", file_arg]));
+}
+
+async fn dump_schema_is_written_after_each_command_that_changed_the_schema(database: Database) {
+    let Some(place) = Place::new(database).await else {
+        return;
+    };
+    let dir = scratch_dir();
+    write_migrations(dir.path(), database);
+    let file = dir.path().join("db/schema.sql");
+    let flag = ["--dump-schema", file.to_str().unwrap()];
+    let with_flag = |command: &str| {
+        let mut args = flag.to_vec();
+        args.push(command);
+        ok(&run(&place, dir.path(), &args));
+    };
+    with_flag("migrate");
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(written, ok(&run(&place, dir.path(), &["dump"])));
+
+    // A command that changed nothing leaves the file alone.
+    std::fs::write(&file, "left alone").unwrap();
+    with_flag("migrate");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "left alone");
+
+    // One that changed the schema writes it again, as it is now.
+    with_flag("down");
+    let after_down = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(after_down, ok(&run(&place, dir.path(), &["dump"])));
+    assert_ne!(after_down, written);
+    // Nothing is left beside it.
+    let beside: Vec<_> = std::fs::read_dir(file.parent().unwrap()).unwrap().collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
+}
+
+/// Over a fleet, `{target}` in `dump_schema` gives each target its file; without it, only
+/// the first target's schema is written.
+#[tokio::test(flavor = "multi_thread")]
+async fn over_postgres_tenant_schemas_dump_schema_writes_each_targets_file() {
+    let Some(db) = support::servers::TestDb::create(Server::Postgres).await else {
+        return;
+    };
+    db.execute("CREATE SCHEMA tenant_1; CREATE SCHEMA tenant_2; CREATE SCHEMA tenant_3")
+        .await;
+    let dir = scratch_dir();
+    write_migrations(dir.path(), Database::Server(Server::Postgres));
+    let each = dir.path().join("schemas/{target}.sql");
+    let first = dir.path().join("first.sql");
+    let fleet = |args: &[&str]| {
+        let mut all = vec!["--schemas", "tenant_*"];
+        all.extend(args);
+        support::dirthara(&db.url, dir.path(), &all)
+            .output()
+            .unwrap()
+    };
+    ok(&fleet(&[
+        "--dump-schema",
+        each.to_str().unwrap(),
+        "to",
+        "1",
+    ]));
+    for i in 1..=3 {
+        let path = dir.path().join(format!("schemas/tenant_{i}.sql"));
+        let written = std::fs::read_to_string(path).unwrap();
+        assert!(written.contains(&format!("tenant_{i}.items")), "{written}");
+        let others = (1..=3).filter(|j| *j != i);
+        assert!(
+            others
+                .map(|j| format!("tenant_{j}."))
+                .all(|o| !written.contains(&o)),
+            "{written}"
+        );
+        assert!(
+            written.ends_with("-- applied versions\n-- 1 items\n"),
+            "{written}"
+        );
+    }
+    ok(&fleet(&[
+        "--dump-schema",
+        first.to_str().unwrap(),
+        "migrate",
+    ]));
+    let written = std::fs::read_to_string(&first).unwrap();
+    assert!(written.contains("tenant_1."), "{written}");
+    assert!(
+        !written.contains("tenant_2.") && !written.contains("tenant_3."),
+        "{written}"
+    );
 }

@@ -71,8 +71,8 @@ async fn a_schemas_target_sees_public_after_its_own_schema_and_creates_in_its_ow
         .output()
         .unwrap();
     assert!(run.status.success(), "{:?}", text(&run));
-    // The table, a type from `public` in it, and each history in the tenant's schema; none in
-    // public.
+    // The table, a type from `public` in it, and each history (and its schema snapshot) in the
+    // tenant's schema; none in public.
     let tables = db
         .strings(
             "SELECT table_schema || '.' || table_name FROM information_schema.tables \
@@ -85,9 +85,11 @@ async fn a_schemas_target_sees_public_after_its_own_schema_and_creates_in_its_ow
             "tenant_a.contacts",
             "tenant_a.dirthara_migrations",
             "tenant_a.dirthara_migrations_meta",
+            "tenant_a.dirthara_migrations_schema",
             "tenant_b.contacts",
             "tenant_b.dirthara_migrations",
             "tenant_b.dirthara_migrations_meta",
+            "tenant_b.dirthara_migrations_schema",
         ],
         "{tables:?}"
     );

@@ -107,7 +107,12 @@ async fn a_file_with_its_own_begin_commit_runs_as_written_and_is_recorded() {
     run(&db, &m, &["migrate"]).ok();
     assert_eq!(
         db.tables().await,
-        ["a", "dirthara_migrations", "dirthara_migrations_meta"]
+        [
+            "a",
+            "dirthara_migrations",
+            "dirthara_migrations_meta",
+            "dirthara_migrations_schema"
+        ]
     );
     assert_eq!(db.history().await, [(1, 1, "applied".to_string())]);
     run(&db, &m, &["rollback"]).ok();

@@ -31,9 +31,9 @@ pub use spelling::nearest;
 pub use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE,
-    CONNECT_TIMEOUT, HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT,
-    MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT, TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
-    WAIT_TIMEOUT,
+    CONNECT_TIMEOUT, DUMP_SCHEMA, HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING,
+    LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT, TABLE_LOCK_RETRY_FOR,
+    TABLE_LOCK_TIMEOUT, WAIT_TIMEOUT,
 };
 
 use crate::error::{Error, Result};
@@ -99,6 +99,9 @@ pub struct Config {
     /// `-- dirthara:placeholders` (`[placeholders]`, `DIRTHARA_PLACEHOLDER_<NAME>`,
     /// `--placeholder name=value`).
     pub placeholders: BTreeMap<String, String>,
+    /// Where to write the schema, as `dump` prints it, after every command that changed it
+    /// (`dump_schema`); `None`: nowhere.
+    pub dump_schema: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -122,6 +125,7 @@ impl Default for Config {
             allow_blocking: false,
             lint_disabled: Default::default(),
             placeholders: BTreeMap::new(),
+            dump_schema: None,
         }
     }
 }

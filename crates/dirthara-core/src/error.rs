@@ -250,6 +250,24 @@ pub enum ErrorKind {
         /// The applied versions differ too.
         versions: bool,
     },
+    /// `drift`: the live schema is not the one its reference (the snapshot kept with the
+    /// history, or a dump given with `--against`) says it should be.
+    SchemaDrift {
+        /// The named connection that was read.
+        connection: String,
+        /// What it was compared with: `the snapshot taken at version 3`, `schema.sql`.
+        reference: String,
+        /// How many objects differ (added, missing or changed).
+        objects: usize,
+        /// The applied versions differ too.
+        versions: bool,
+    },
+    /// `drift`: the history has no schema snapshot to compare with (written by a dirthara
+    /// before snapshots, or no command changed the schema since).
+    SchemaSnapshotMissing {
+        /// The named connection whose history has none.
+        connection: String,
+    },
 }
 
 /// The error returned by every dirthara operation.
@@ -330,36 +348,6 @@ impl Error {
     /// The facts of the failure, to match on.
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
-    }
-
-    /// The stable code, as printed in `Error [CODE]: ...`.
-    pub fn code(&self) -> Code {
-        match *self.kind {
-            ErrorKind::LockHeld { .. } => Code::MigrationLockHeld,
-            ErrorKind::LockFailed { .. } => Code::MigrationLockFailed,
-            ErrorKind::LockLost { .. } => Code::LockLeaseLost,
-            ErrorKind::Interrupted { .. } => Code::Interrupted,
-            ErrorKind::OutOfOrder { .. } => Code::OutOfOrder,
-            ErrorKind::MigrationFailed { .. } => Code::MigrationFailed,
-            ErrorKind::TableLockTimeout { .. } => Code::TableLockTimeout,
-            ErrorKind::Dirty { .. } => Code::DirtyMigration,
-            ErrorKind::ChecksumMismatch { .. } => Code::ChecksumMismatch,
-            ErrorKind::MissingMigration { .. } => Code::MissingMigration,
-            ErrorKind::Irreversible { .. } => Code::IrreversibleMigration,
-            ErrorKind::UnknownVersion { .. } => Code::UnknownVersion,
-            ErrorKind::InvalidMigration { .. } => Code::InvalidMigration,
-            ErrorKind::PlaceholderUnset { .. } => Code::PlaceholderUnset,
-            ErrorKind::Config { .. } | ErrorKind::NotDirty { .. } => Code::ConfigError,
-            ErrorKind::Connection { .. } => Code::ConnectionError,
-            ErrorKind::History { .. } => Code::HistoryError,
-            ErrorKind::NewerDatabase { .. } => Code::MissingMigration,
-            ErrorKind::WaitTimedOut { .. } => Code::WaitTimeout,
-            ErrorKind::BlockingDdl { .. } => Code::BlockingDdl,
-            ErrorKind::FleetEmpty { .. } => Code::FleetEmpty,
-            ErrorKind::NoMigrations { .. } => Code::NoMigrations,
-            ErrorKind::PermissionDenied { .. } => Code::PermissionDenied,
-            ErrorKind::SchemaMismatch { .. } => Code::SchemaMismatch,
-        }
     }
 
     /// The error with `map` applied to every text the database gave it (see
@@ -485,6 +473,7 @@ impl Error {
     }
 }
 
+mod code;
 mod hints;
 mod message;
 mod serialize;

@@ -17,6 +17,7 @@
 //! ```
 
 mod diff;
+mod snapshot;
 #[cfg(test)]
 mod tests;
 
@@ -25,6 +26,7 @@ use std::fmt;
 use serde::Serialize;
 
 pub use diff::line_diff;
+pub use snapshot::{server_major, snapshot_table, SchemaSnapshot, StoredSnapshot};
 
 const FIRST_LINE: &str = "-- dirthara schema dump";
 const OBJECT: &str = "-- object ";

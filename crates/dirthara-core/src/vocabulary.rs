@@ -83,6 +83,12 @@ pub enum Code {
     /// `SCHEMA_MISMATCH`: `dump --check` found the database's schema (or its applied versions)
     /// other than in the dump file; the differences are printed.
     SchemaMismatch,
+    /// `SCHEMA_DRIFT`: `drift` found the live schema other than the snapshot taken by the last
+    /// command that changed it (or than `--against FILE`); the differences are printed.
+    SchemaDrift,
+    /// `SCHEMA_SNAPSHOT_MISSING`: `drift` found no snapshot to compare with; `drift --accept`
+    /// takes one of the schema as it is.
+    SchemaSnapshotMissing,
 }
 
 impl Code {
@@ -114,6 +120,8 @@ impl Code {
             Code::NoMigrations => "NO_MIGRATIONS",
             Code::PermissionDenied => "PERMISSION_DENIED",
             Code::SchemaMismatch => "SCHEMA_MISMATCH",
+            Code::SchemaDrift => "SCHEMA_DRIFT",
+            Code::SchemaSnapshotMissing => "SCHEMA_SNAPSHOT_MISSING",
         }
     }
 }

@@ -232,6 +232,27 @@ pub(crate) trait Backend: LockHost + Send {
         )))
     }
 
+    /// Whether this database keeps a schema snapshot (`<history>_schema`) for `drift`: every
+    /// one whose schema `dump` reads.
+    fn keeps_snapshots(&self) -> bool {
+        false
+    }
+
+    /// The schema snapshot kept beside the history; `None` when none was taken yet. Never
+    /// creates anything.
+    async fn read_snapshot(&mut self) -> Result<Option<crate::schema::StoredSnapshot>> {
+        Ok(None)
+    }
+
+    /// Replaces the schema snapshot, creating its table (collection) first when it is
+    /// missing. Called under the lock.
+    async fn write_snapshot(&mut self, _snapshot: &crate::schema::StoredSnapshot) -> Result<()> {
+        Err(Error::config(format!(
+            "{} keeps no schema snapshot",
+            self.capabilities().database
+        )))
+    }
+
     /// Runs a query someone wrote to list a fleet's targets (`--targets-sql`), every value as
     /// text (`None`: NULL).
     async fn query_text(&mut self, _sql: &str) -> Result<Vec<Vec<Option<String>>>> {

@@ -479,6 +479,7 @@ mod attempts;
 mod blocking;
 mod bracket;
 mod commands;
+mod drift;
 mod dump;
 mod inspect;
 mod lint;
@@ -487,9 +488,11 @@ mod placeholders;
 mod preview;
 mod repeatables;
 mod session;
+mod snapshot;
 mod step;
 mod wait;
 
+pub use drift::{DriftReference, DriftReport};
 pub use lint::{LintAgainst, LintReport};
 pub use wait::{WaitFor, WaitReport};
 

@@ -47,6 +47,12 @@ pub enum FleetCommand {
     /// timeout is the whole fleet's (`None`: for ever): a target started after it still
     /// gets one look, of at most a second.
     Wait(crate::engine::WaitFor, Option<Duration>),
+    /// `drift`: each target's live schema against its snapshot, under its lock (changes
+    /// nothing). A drifted target fails with `SCHEMA_DRIFT`, which neither counts toward
+    /// `max_failures` nor stops the fleet after its canary: it is a finding, not a failure.
+    Drift,
+    /// `drift --accept`: each target's live schema taken as its reference, under its lock.
+    AcceptSchema,
 }
 
 impl FleetCommand {
@@ -59,6 +65,7 @@ impl FleetCommand {
             FleetCommand::Status => "status",
             FleetCommand::Preview(_) => "preview",
             FleetCommand::Wait(..) => "wait",
+            FleetCommand::Drift | FleetCommand::AcceptSchema => "drift",
         }
     }
 
@@ -66,7 +73,11 @@ impl FleetCommand {
     fn locks(&self) -> bool {
         matches!(
             self,
-            FleetCommand::Run(_) | FleetCommand::Baseline(_) | FleetCommand::Resolve(..)
+            FleetCommand::Run(_)
+                | FleetCommand::Baseline(_)
+                | FleetCommand::Resolve(..)
+                | FleetCommand::Drift
+                | FleetCommand::AcceptSchema
         )
     }
 }

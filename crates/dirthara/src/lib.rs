@@ -159,7 +159,9 @@ pub use dirthara_core::planted_faults_from_env;
 /// The rules `lint` and the checks before a run apply (`docs/ddl-safety.md`).
 pub use dirthara_ddl::{rules, Rule, Severity};
 pub use dirthara_source::sql::SqlDialect;
-pub use engine::{LintAgainst, LintReport, Migrator, WaitFor, WaitReport};
+pub use engine::{
+    DriftReference, DriftReport, LintAgainst, LintReport, Migrator, WaitFor, WaitReport,
+};
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Blocker, Event, EventKind, EventSink, LockHolder, Warning};
 pub use format::{format_duration, format_timestamp};
@@ -179,7 +181,7 @@ pub use report::{
 pub use rust_migration::{Connection, RustMigration, StepError};
 pub use schema::{
     compare as compare_schemas, compare_versions as compare_schema_versions, AppliedVersion,
-    Change, Drift, SchemaDump, SchemaObject,
+    Change, Drift, SchemaDump, SchemaObject, SchemaSnapshot,
 };
 pub use source::DirectoryLayout;
 #[cfg(feature = "otel")]

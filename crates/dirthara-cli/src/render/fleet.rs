@@ -1,7 +1,7 @@
 //! A fleet run's result: one JSON document, a last `result` line, or for people a table of
 //! every target that was not simply fine and a line of totals (or where the fleet stands).
 
-use dirthara::fleet::{FleetReport, Outcome, TargetReport, TargetSource};
+use dirthara::fleet::{FleetCommand, FleetReport, Outcome, TargetReport, TargetSource};
 use dirthara::{format_duration, WaitReport};
 
 use super::{stdout_line, table, Renderer};
@@ -28,6 +28,15 @@ impl Renderer {
         let totals = &report.totals;
         let line = match &report.status {
             Some(status) => format!("{} target(s): {status}", totals.targets),
+            // `drift`: 1,000 targets: 997 clean, 3 drifted.
+            None if report.operation == FleetCommand::Drift => format!(
+                "{} target(s): {} clean, {} drifted, {} failed, {} skipped",
+                totals.targets,
+                totals.up_to_date,
+                totals.drifted,
+                totals.failed - totals.drifted,
+                totals.skipped
+            ),
             None => {
                 let mut parts = vec![
                     format!("{} applied", totals.applied),
@@ -132,6 +141,20 @@ fn detail(target: &TargetReport, source: &TargetSource) -> String {
     if !target.applied.is_empty() {
         parts.push(format!("{} applied", target.applied.len()));
     }
+    if let Some(drift) = &target.drift {
+        let objects: Vec<String> = (drift.drift.iter())
+            .map(|d| format!("{} {}", d.object, change_word(d.change)))
+            .chain(
+                drift
+                    .versions
+                    .as_ref()
+                    .map(|_| "applied versions changed".into()),
+            )
+            .collect();
+        if !objects.is_empty() {
+            parts.push(objects.join(", "));
+        }
+    }
     match (&target.error, target.outcome) {
         (Some(error), _) => {
             let message = crate::fleet::for_target(source, &target.name, &error.to_string());
@@ -142,4 +165,12 @@ fn detail(target: &TargetReport, source: &TargetSource) -> String {
         _ => {}
     }
     parts.join("; ")
+}
+
+fn change_word(change: dirthara::Change) -> &'static str {
+    match change {
+        dirthara::Change::Added => "added",
+        dirthara::Change::Missing => "missing",
+        dirthara::Change::Changed => "changed",
+    }
 }

@@ -5,10 +5,13 @@
 //! [`Place`] is the database of one test: a SQLite file or a throwaway database on a test
 //! server, with what a scenario needs to know of it.
 
+use std::path::Path;
+use std::process::Output;
+
 use tempfile::TempDir;
 
 use super::servers::{Server, TestDb};
-use super::{scratch_dir, Migrations};
+use super::{dirthara, scratch_dir, Migrations};
 
 /// One test per row and scenario: `scenario_tests! { row => ROW => [scenario, ...], ... }`
 /// makes the module `row`, holding for each listed scenario the test `scenario`, which runs
@@ -66,6 +69,33 @@ impl Place {
         match self {
             Place::Sqlite(_) => None,
             Place::Server(db) => Some(db),
+        }
+    }
+
+    /// `dirthara ARGS` here, with the migrations of `dir`; on SQLite, which has no session
+    /// lock, a command that takes the lock runs without it (`--no-lock`).
+    pub(crate) fn run_cli(&self, dir: &Path, args: &[&str]) -> Output {
+        let mut cmd = dirthara(&self.url(), dir, &[]);
+        if self.db().is_none() && args[0] != "dump" {
+            cmd.arg("--no-lock");
+        }
+        cmd.args(args).output().unwrap()
+    }
+
+    /// Runs `sql` here, outside dirthara (a SQL database): a change made by hand.
+    pub(crate) async fn execute(&self, sql: &str) {
+        use sqlx::{Connection, Executor};
+        match self {
+            Place::Server(db) => db.execute(sql).await,
+            Place::Sqlite(dir) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(dir.path().join("lock.db"))
+                    .create_if_missing(true);
+                let mut conn = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .unwrap();
+                conn.execute(sql).await.unwrap();
+            }
         }
     }
 

@@ -9,9 +9,9 @@
 //! and `[fleet]`.
 
 use super::value::{
-    Locking, Origin, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE, CONNECT_TIMEOUT, HISTORY_CONNECTION,
-    HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT, STRICT, TABLE_LOCK_RETRY_FOR,
-    TABLE_LOCK_TIMEOUT,
+    Locking, Origin, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE, CONNECT_TIMEOUT, DUMP_SCHEMA,
+    HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT, STRICT,
+    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
 };
 use super::Config;
 use crate::error::{Error, Result};
@@ -179,6 +179,14 @@ pub const SETTINGS: &[SettingRow] = &[
         doc: "Rules of lint and of the checks before a run switched off, by name \
               (comma-separated)",
         sets: lint_disabled
+    ),
+    row!(
+        DUMP_SCHEMA, env: "DIRTHARA_DUMP_SCHEMA", flag: "dump-schema", value: "FILE",
+        default: "none", form: Text,
+        doc: "Write the schema, as `dump` prints it, to this file after every command that \
+              changed it, under the same lock (only when its content changed); over a fleet, \
+              {target} in it is each target's name, else it is the first target's",
+        sets: dump_schema
     ),
     row!(
         STRICT, env: "DIRTHARA_STRICT", flag: "strict", value: "",

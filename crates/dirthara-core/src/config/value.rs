@@ -305,6 +305,19 @@ pub const LINT_DISABLE: Setting<std::collections::BTreeSet<String>> = Setting {
     },
 };
 
+/// `dump_schema`: the file `dump` is written to after every command that changed the schema
+/// (`{target}` in it is a fleet target's name), or `none`.
+pub const DUMP_SCHEMA: Setting<Option<std::path::PathBuf>> = Setting {
+    key: "dump_schema",
+    expected: "a file path such as 'db/schema.sql', or 'none'",
+    syntax: |text| match text.trim() {
+        "" => None,
+        none if none.eq_ignore_ascii_case("none") => Some(None),
+        path => Some(Some(std::path::PathBuf::from(path))),
+    },
+    check: any_value,
+};
+
 /// `strict` written as text (`DIRTHARA_STRICT`): `1`, `true`, `yes`, `on` or `0`, `false`,
 /// `no`, `off`, empty, in any case. The file has TOML's own booleans and the command line a
 /// switch, so neither needs text.

@@ -398,13 +398,7 @@ impl Error {
                 objects,
                 versions,
             } => {
-                let what = match (*objects, *versions) {
-                    (0, _) => "its applied versions differ".to_string(),
-                    (1, false) => "1 object differs".to_string(),
-                    (n, false) => format!("{n} objects differ"),
-                    (1, true) => "1 object and the applied versions differ".to_string(),
-                    (n, true) => format!("{n} objects and the applied versions differ"),
-                };
+                let what = differences(*objects, *versions);
                 write!(
                     f,
                     "the schema of `{connection}` is not the one in {}: {what} (shown on \
@@ -415,6 +409,26 @@ impl Error {
                     file.display()
                 )
             }
+            ErrorKind::SchemaDrift {
+                connection,
+                reference,
+                objects,
+                versions,
+            } => write!(
+                f,
+                "the schema of `{connection}` has drifted from {reference}: {} (shown on \
+                 standard output, `-` as expected, `+` as in the database). Undo the change \
+                 made outside the migrations, or write a migration that makes it; if the \
+                 database is right as it is, take it as the reference: `dirthara drift --accept`",
+                differences(*objects, *versions)
+            ),
+            ErrorKind::SchemaSnapshotMissing { connection } => write!(
+                f,
+                "the history of `{connection}` has no schema snapshot to compare with: one is \
+                 taken at the end of every command that changes the schema, and none has run \
+                 since this history was written. Check the schema (`dirthara dump`), then take \
+                 it as the reference: `dirthara drift --accept`"
+            ),
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
         }
     }
@@ -444,5 +458,16 @@ impl From<dirthara_source::SourceError> for Error {
             }
             dirthara_source::SourceError::Directory { message, .. } => Error::config(message),
         }
+    }
+}
+
+/// `1 object differs`, `2 objects and the applied versions differ`, ...
+fn differences(objects: usize, versions: bool) -> String {
+    match (objects, versions) {
+        (0, _) => "its applied versions differ".to_string(),
+        (1, false) => "1 object differs".to_string(),
+        (n, false) => format!("{n} objects differ"),
+        (1, true) => "1 object and the applied versions differ".to_string(),
+        (n, true) => format!("{n} objects and the applied versions differ"),
     }
 }

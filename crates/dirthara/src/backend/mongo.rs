@@ -30,6 +30,7 @@ mod grants;
 mod history;
 mod lease;
 mod repeatables;
+mod snapshot;
 
 pub(crate) use commands::CommandDocuments;
 pub(crate) use commands::{mongo_code, mongo_message, parse_step as parse_commands};
@@ -299,6 +300,18 @@ impl Backend for MongoBackend {
 
     async fn read_schema(&mut self) -> Result<Vec<crate::schema::SchemaObject>> {
         self.dump_objects().await
+    }
+
+    fn keeps_snapshots(&self) -> bool {
+        true
+    }
+
+    async fn read_snapshot(&mut self) -> Result<Option<crate::schema::StoredSnapshot>> {
+        self.read_stored_snapshot().await
+    }
+
+    async fn write_snapshot(&mut self, snapshot: &crate::schema::StoredSnapshot) -> Result<()> {
+        self.write_stored_snapshot(snapshot).await
     }
 
     async fn list_namespaces(&mut self, what: Namespaces) -> Result<Vec<String>> {

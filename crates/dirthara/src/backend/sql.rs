@@ -27,6 +27,8 @@ mod observer;
 mod rehearse;
 mod repeatables;
 mod script;
+mod side_tables;
+mod snapshot;
 mod steps;
 mod targets_query;
 
@@ -309,6 +311,18 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
 
     async fn read_schema(&mut self) -> Result<Vec<crate::schema::SchemaObject>> {
         self.dump_objects().await
+    }
+
+    fn keeps_snapshots(&self) -> bool {
+        true
+    }
+
+    async fn read_snapshot(&mut self) -> Result<Option<crate::schema::StoredSnapshot>> {
+        self.read_stored_snapshot().await
+    }
+
+    async fn write_snapshot(&mut self, snapshot: &crate::schema::StoredSnapshot) -> Result<()> {
+        self.write_stored_snapshot(snapshot).await
     }
 
     async fn query_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {

@@ -1,6 +1,7 @@
 //! The locked commands, each one body run by [`Migrator::locked`]: validate the configuration
 //! once, load the migrations, open a [`Session`] (connect, then lock), run the body, and let
-//! the session release everything whatever happened.
+//! the session release everything whatever happened. A command that went well and changed
+//! the schema leaves a snapshot of it for `drift`, under the same lock.
 
 use super::session::Session;
 use super::Migrator;
@@ -34,6 +35,9 @@ impl Migrator {
             tracing::info_span!(target: "dirthara", "dirthara.command", operation),
         );
         let result = result.await;
+        if result.is_ok() {
+            session.keep_snapshot().await;
+        }
         (session.finish(result).await).map_err(|error| self.masked_error(error))
     }
 

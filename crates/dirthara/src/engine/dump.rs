@@ -3,6 +3,7 @@
 //! nothing; it needs no migration files.
 
 use super::Migrator;
+use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::history::RecordState;
 use crate::schema::{AppliedVersion, SchemaDump};
@@ -33,22 +34,24 @@ impl Migrator {
     pub async fn dump(&self) -> Result<SchemaDump> {
         let connections = self.connections();
         self.checked(&connections)?;
-        let connection = self.config.history_connection.clone();
         let mut history = self.connect_history(&connections, "dump").await?;
-        let result = async {
-            let records = history.read_history().await?.unwrap_or_default();
-            let objects = history.read_schema().await?;
-            let applied = (records.into_iter())
-                .filter(|record| record.state == RecordState::Applied)
-                .map(|record| AppliedVersion {
-                    version: record.version,
-                    description: record.name,
-                })
-                .collect();
-            SchemaDump::new(objects, applied).map_err(|e| Error::history(&connection, e))
-        }
-        .await;
+        let result = read_dump(history.as_mut(), &self.config.history_connection).await;
         self.release_history(history, result.is_ok()).await;
         result
     }
+}
+
+/// The schema of `history`'s database and the applied versions of its history: what `dump`
+/// prints, a snapshot keeps and `drift` compares.
+pub(super) async fn read_dump(history: &mut dyn Backend, connection: &str) -> Result<SchemaDump> {
+    let records = history.read_history().await?.unwrap_or_default();
+    let objects = history.read_schema().await?;
+    let applied = (records.into_iter())
+        .filter(|record| record.state == RecordState::Applied)
+        .map(|record| AppliedVersion {
+            version: record.version,
+            description: record.name,
+        })
+        .collect();
+    SchemaDump::new(objects, applied).map_err(|e| Error::history(connection, e))
 }

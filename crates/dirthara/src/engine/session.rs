@@ -48,6 +48,9 @@ pub(super) struct Session<'m> {
     pub(super) step_locks: BTreeMap<(i64, crate::migration::Direction), u32>,
     /// Each attempt that gave way (`TABLE_LOCK_TIMEOUT`), for the report's warnings.
     pub(super) gave_way: Vec<crate::events::Warning>,
+    /// Records were written without running a step (`baseline`, `resolve`): the history now
+    /// says another thing of the schema, so a snapshot is taken as after a step.
+    pub(super) schema_touched: bool,
 }
 
 /// A step's completion left to be written with the next step's marker, and the step's
@@ -105,6 +108,7 @@ impl<'m> Session<'m> {
                 applied_by: runner_identity(),
                 step_locks: BTreeMap::new(),
                 gave_way: Vec::new(),
+                schema_touched: false,
             }),
             Err(error) => {
                 // Held by another runner: nothing was taken or changed, and the session is as
@@ -360,6 +364,7 @@ impl<'m> Session<'m> {
         self.write_records(&records).await?;
         if !records.is_empty() {
             report.batch = Some(batch);
+            self.schema_touched = true;
         }
         report.recorded = records.iter().map(|r| self.recorded(r)).collect();
         Ok(())
@@ -378,6 +383,7 @@ impl<'m> Session<'m> {
             return Ok(()); // Nothing to accept: the file matches what was applied.
         };
         self.write_records(std::slice::from_ref(&record)).await?;
+        self.schema_touched = true;
         report.recorded.push(self.recorded(&record));
         Ok(())
     }
@@ -415,6 +421,7 @@ impl<'m> Session<'m> {
         self.ensure_lock(None).await?;
         // One transaction on SQL databases: the whole adoption or nothing.
         self.history.record(&changes).await?;
+        self.schema_touched = true;
         for repeatable in adopted {
             let change = crate::history::RepeatableChange::Adopted {
                 name: repeatable.name.clone(),

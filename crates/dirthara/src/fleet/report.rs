@@ -50,6 +50,9 @@ pub struct TargetReport {
     /// `preview`: what the command would run there.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preview: Option<Preview>,
+    /// `drift`: what differs there from its snapshot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<crate::engine::DriftReport>,
 }
 
 impl TargetReport {
@@ -67,7 +70,22 @@ impl TargetReport {
             note: None,
             status: None,
             preview: None,
+            drift: None,
         }
+    }
+
+    /// Failed, when it has an error.
+    pub(crate) fn failed_if_erred(mut self) -> Self {
+        if self.error.is_some() {
+            self.outcome = Outcome::Failed;
+        }
+        self
+    }
+
+    /// `drift` found its schema other than its snapshot (`SCHEMA_DRIFT`): a finding, not a
+    /// failure of the run.
+    pub fn found_drift(&self) -> bool {
+        (self.error.as_ref()).is_some_and(|e| e.code() == crate::error::Code::SchemaDrift)
     }
 
     pub(crate) fn failed(name: &str, error: Error) -> Self {
@@ -150,6 +168,13 @@ pub struct FleetTotals {
     pub migrations_applied: usize,
     /// Migrations reverted over every target.
     pub migrations_reverted: usize,
+    /// `drift`: targets whose schema is not their snapshot's (counted among `failed`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub drifted: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl FleetTotals {
@@ -164,6 +189,7 @@ impl FleetTotals {
             skipped: count(Outcome::Skipped),
             migrations_applied: targets.iter().map(|t| t.applied.len()).sum(),
             migrations_reverted: targets.iter().map(|t| t.reverted.len()).sum(),
+            drifted: targets.iter().filter(|t| t.found_drift()).count(),
         }
     }
 }

@@ -103,8 +103,10 @@ pub(super) async fn run(
     let (canary, rest) = canary(options, &targets);
     schedule.pass(canary.clone(), Pass::First).await;
     schedule.pass_deferred().await;
-    let canary_failed = (canary.iter().map(|&i| &schedule.results[i]))
-        .any(|r| !matches!(r, Some(t) if matches!(t.outcome, Outcome::Applied | Outcome::UpToDate | Outcome::Pending)));
+    let canary_failed = (canary.iter().map(|&i| &schedule.results[i])).any(|r| {
+        !matches!(r, Some(t) if t.found_drift()
+            || matches!(t.outcome, Outcome::Applied | Outcome::UpToDate | Outcome::Pending))
+    });
     if !canary_failed {
         schedule.pass(rest, Pass::First).await;
         schedule.pass_deferred().await;
@@ -185,6 +187,16 @@ fn target_config(base: &Config, target: &Target) -> Config {
     config
 }
 
+/// Where a target writes its `dump_schema`: the path with `{target}` made its name, or,
+/// without `{target}`, the path for the first target alone (one file, one schema).
+fn dump_schema_of(path: &std::path::Path, target: &str, first: bool) -> Option<std::path::PathBuf> {
+    let text = path.to_string_lossy();
+    match text.contains("{target}") {
+        true => Some(text.replace("{target}", target).into()),
+        false => first.then(|| path.to_path_buf()),
+    }
+}
+
 struct Schedule<'a> {
     base: &'a Migrator,
     /// Opens the targets' connections, keeping clean ones for the next target.
@@ -244,7 +256,7 @@ impl Schedule<'_> {
                     report.deferred = pass == Pass::Deferred;
                     // A target already dirty is the last crash's, not this run's failure: it
                     // does not stop the rest of the fleet, unless --strict.
-                    let counts = !report.dirty_before_run || self.strict;
+                    let counts = (!report.dirty_before_run || self.strict) && !report.found_drift();
                     if report.outcome == Outcome::Failed && counts {
                         self.failures += 1;
                     }
@@ -277,6 +289,8 @@ impl Schedule<'_> {
     fn migrator_for(&self, index: usize, pass: Pass) -> Migrator {
         let target = &self.targets[index];
         let mut config = target_config(self.base.config(), target);
+        config.dump_schema = (config.dump_schema.take())
+            .and_then(|path| dump_schema_of(&path, &target.name, index == 0));
         if pass == Pass::First && self.command.locks() {
             config.lock_wait = Some(LockWait::For(Duration::ZERO));
         }
@@ -378,6 +392,8 @@ enum Done {
     Status(crate::report::StatusReport),
     Preview(crate::report::Preview),
     Waited,
+    Drift(crate::engine::DriftReport),
+    Accepted(crate::schema::SchemaSnapshot),
 }
 
 async fn run_command(
@@ -398,6 +414,8 @@ async fn run_command(
             migrator.wait(until, left.or(timeout)).await?;
             Done::Waited
         }
+        FleetCommand::Drift => Done::Drift(migrator.drift().await?),
+        FleetCommand::AcceptSchema => Done::Accepted(migrator.accept_schema().await?),
     })
 }
 
@@ -443,6 +461,19 @@ impl Done {
                 }
             }
             Done::Waited => TargetReport::new(name, Outcome::UpToDate),
+            Done::Drift(drift) => TargetReport {
+                error: drift.error(),
+                drift: Some(drift),
+                ..TargetReport::new(name, Outcome::UpToDate)
+            }
+            .failed_if_erred(),
+            Done::Accepted(snapshot) => TargetReport {
+                note: Some(format!(
+                    "took the schema ({} objects) as the reference",
+                    snapshot.dump.objects().len()
+                )),
+                ..TargetReport::new(name, Outcome::UpToDate)
+            },
         }
     }
 }

@@ -12,7 +12,7 @@ use super::MongoBackend;
 use crate::error::Result;
 use crate::history::repeatables_table;
 use crate::lock::lease_table;
-use crate::schema::SchemaObject;
+use crate::schema::{snapshot_table, SchemaObject};
 
 impl MongoBackend {
     pub(super) async fn dump_objects(&self) -> Result<Vec<SchemaObject>> {
@@ -20,6 +20,7 @@ impl MongoBackend {
             self.table.clone(),
             format!("{}_meta", self.table),
             repeatables_table(&self.table),
+            snapshot_table(&self.table),
             lease_table(&self.table),
         ];
         let listed = self

@@ -2,7 +2,8 @@
 //! from the catalog, each with a text that two databases built by the same files share.
 //! What depends on how a database was built is left out: OIDs, counters (`AUTO_INCREMENT=`),
 //! definers, the database's own name, an event's start time. dirthara's own tables (the
-//! history, its meta, repeatables and lease tables) and what belongs to them are left out.
+//! history, its meta, repeatables, schema snapshot and lease
+//! tables) and what belongs to them are left out.
 
 mod postgres;
 
@@ -10,7 +11,7 @@ use super::{SqlBackend, SqlDialect, SqlDriver, SqlSyntax};
 use crate::error::Result;
 use crate::history::repeatables_table;
 use crate::lock::lease_table;
-use crate::schema::SchemaObject;
+use crate::schema::{snapshot_table, SchemaObject};
 
 use super::dialect::meta_table;
 
@@ -24,6 +25,7 @@ impl<D: SqlDriver> SqlBackend<D> {
             table.clone(),
             meta_table(table),
             repeatables_table(table),
+            snapshot_table(table),
             lease_table(table),
         ];
         let objects = match self.driver.dialect() {

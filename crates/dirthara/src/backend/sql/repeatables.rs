@@ -1,41 +1,12 @@
 //! The repeatable migrations' records in SQL: `<history>_repeatables`, beside the history
 //! table in its schema (database), created the first time a repeatable is applied.
 
-use super::{HistoryNames, HistorySql, SqlBackend, SqlDialect, SqlDriver, SqlSyntax};
+use super::side_tables::{side_table, side_table_exists_sql};
+use super::{HistoryNames, SqlBackend, SqlDialect, SqlDriver, SqlSyntax};
 use crate::error::Result;
 use crate::history::{
     repeatables_table, AppliedRepeatable, RecordState, RecordedFailure, RepeatableChange,
 };
-
-/// The repeatables' table, quoted and qualified as the history is.
-fn table(dialect: SqlDialect, names: &HistoryNames) -> String {
-    let name = repeatables_table(&names.table);
-    match &names.schema {
-        Some(schema) => format!("{}.{}", dialect.ident(schema), dialect.ident(&name)),
-        None => dialect.ident(&name),
-    }
-}
-
-/// One row when the table exists, in the history's schema.
-fn exists_sql(dialect: SqlDialect, names: &HistoryNames) -> String {
-    let name = dialect.literal(&repeatables_table(&names.table));
-    match dialect {
-        SqlDialect::Sqlite => format!(
-            "SELECT name FROM {}.sqlite_master WHERE type = 'table' AND name = {name}",
-            (names.schema.as_deref()).map_or_else(|| "main".to_string(), |s| dialect.ident(s))
-        ),
-        SqlDialect::Postgres => format!(
-            "SELECT table_name::text FROM information_schema.tables \
-             WHERE table_schema = {} AND table_name = {name}",
-            dialect.schema_literal(names, "current_schema()")
-        ),
-        SqlDialect::MySql => format!(
-            "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
-             WHERE table_schema = {} AND table_name = {name}",
-            dialect.schema_literal(names, "DATABASE()")
-        ),
-    }
-}
 
 fn create_sql(dialect: SqlDialect, names: &HistoryNames) -> String {
     format!(
@@ -47,7 +18,7 @@ fn create_sql(dialect: SqlDialect, names: &HistoryNames) -> String {
          \x20 duration_ms BIGINT NOT NULL,\n\
          \x20 applied_by VARCHAR(255) NOT NULL,\n\
          \x20 failure TEXT\n)",
-        table(dialect, names),
+        side_table(dialect, names, &repeatables_table(&names.table)),
         dialect.timestamp_type()
     )
 }
@@ -57,13 +28,13 @@ fn select_sql(dialect: SqlDialect, names: &HistoryNames) -> String {
         "SELECT name, checksum, state, {}, {}, applied_by, failure FROM {} ORDER BY name",
         dialect.timestamp_text("applied_at"),
         dialect.text("duration_ms"),
-        table(dialect, names)
+        side_table(dialect, names, &repeatables_table(&names.table))
     )
 }
 
 /// The statements of `change`, run in one transaction.
 fn change_sql(dialect: SqlDialect, names: &HistoryNames, change: &RepeatableChange) -> String {
-    let t = table(dialect, names);
+    let t = side_table(dialect, names, &repeatables_table(&names.table));
     let replace = |name: &str, checksum: &str, state: RecordState, applied_by: &str| {
         format!(
             "{}; DELETE FROM {t} WHERE name = {name}; INSERT INTO {t} (name, checksum, state, \
@@ -118,7 +89,11 @@ impl<D: SqlDriver> SqlBackend<D> {
         let dialect = self.driver.dialect();
         let found = (self
             .driver
-            .fetch_text(&exists_sql(dialect, &self.names))
+            .fetch_text(&side_table_exists_sql(
+                dialect,
+                &self.names,
+                &repeatables_table(&self.names.table),
+            ))
             .await)
             .map_err(|e| self.history_error(e))?;
         if found.is_empty() {
