@@ -362,7 +362,11 @@ async fn over_12_postgres_tenant_schemas_drift_names_only_the_drifted_ones() {
     let refused = fleet(&["drift", "--against", "schema.sql"]);
     assert_eq!(refused.status.code(), Some(1));
     // Accepted everywhere, the fleet is clean.
-    ok(&fleet(&["drift", "--accept"]));
+    let accepted = ok(&fleet(&["drift", "--accept"]));
+    assert!(
+        accepted.contains("12 target(s): 12 took their schema as the reference, 0 failed"),
+        "{accepted}"
+    );
     let clean = ok(&fleet(&["drift"]));
     assert!(clean.contains("12 clean, 0 drifted"), "{clean}");
 }

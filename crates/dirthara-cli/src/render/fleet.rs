@@ -37,6 +37,10 @@ impl Renderer {
                 totals.failed - totals.drifted,
                 totals.skipped
             ),
+            None if report.operation == FleetCommand::AcceptSchema => format!(
+                "{} target(s): {} took their schema as the reference, {} failed, {} skipped",
+                totals.targets, totals.up_to_date, totals.failed, totals.skipped
+            ),
             None => {
                 let mut parts = vec![
                     format!("{} applied", totals.applied),
