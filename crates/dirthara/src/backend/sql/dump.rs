@@ -8,7 +8,7 @@
 mod postgres;
 
 use super::{SqlBackend, SqlDialect, SqlDriver, SqlSyntax};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::history::repeatables_table;
 use crate::lock::lease_table;
 use crate::schema::{snapshot_table, SchemaObject};
@@ -111,6 +111,9 @@ impl<D: SqlDriver> SqlBackend<D> {
                FROM information_schema.EVENTS WHERE EVENT_SCHEMA = {database}"
         );
         let mut objects = Vec::new();
+        // Each object's SHOW CREATE, and which column of its row holds the statement (a
+        // routine's comes after its sql_mode, an event's after its time zone too).
+        let mut shows: Vec<(String, String, Option<String>, String, usize)> = Vec::new();
         for row in self.rows(&listing).await? {
             let [Some(kind), Some(name), owner, written] =
                 <[_; 4]>::try_from(row).unwrap_or_default()
@@ -125,8 +128,6 @@ impl<D: SqlDriver> SqlBackend<D> {
                 continue;
             }
             let ident = SqlDialect::MySql.ident(&name);
-            // SHOW CREATE's columns: the name, then the statement (a routine's comes after
-            // its sql_mode, an event's after its time zone too).
             let (show, column) = match kind.as_str() {
                 "view" => (format!("SHOW CREATE VIEW {ident}"), 1),
                 "procedure" => (format!("SHOW CREATE PROCEDURE {ident}"), 2),
@@ -134,25 +135,43 @@ impl<D: SqlDriver> SqlBackend<D> {
                 "event" => (format!("SHOW CREATE EVENT {ident}"), 3),
                 _ => (format!("SHOW CREATE TABLE {ident}"), 1),
             };
-            let shown = self.rows(&show).await?;
-            let Some(text) = shown
-                .into_iter()
-                .next()
-                .and_then(|mut r| r.get_mut(column)?.take())
-            else {
-                continue;
-            };
-            let text = mysql_canonical(&kind, &text, &current);
-            let key = match &owner {
-                Some(table) => format!("{table}.{name}"),
-                None => name.clone(),
-            };
-            let owner = owner.or_else(|| (kind == "table").then(|| name.clone()));
-            objects.push((SchemaObject::new(kind, key, statement(&text)), owner));
+            shows.push((kind, name, owner, show, column));
+        }
+        // Many SHOW CREATEs to one message (one row each, in order): a schema of 1,000 tables
+        // is read in ten round trips, not a thousand.
+        for chunk in shows.chunks(SHOWS_PER_MESSAGE) {
+            let message: Vec<&str> = chunk.iter().map(|s| s.3.as_str()).collect();
+            let rows = self.rows(&message.join("; ")).await?;
+            if rows.len() != chunk.len() {
+                return Err(Error::history(
+                    &self.connection,
+                    format!(
+                        "SHOW CREATE gave {} rows for {} objects; the schema changed while it was \
+                     read: run it again",
+                        rows.len(),
+                        chunk.len()
+                    ),
+                ));
+            }
+            for ((kind, name, owner, _, column), mut row) in chunk.iter().cloned().zip(rows) {
+                let Some(text) = row.get_mut(column).and_then(Option::take) else {
+                    continue;
+                };
+                let text = mysql_canonical(&kind, &text, &current);
+                let key = match &owner {
+                    Some(table) => format!("{table}.{name}"),
+                    None => name.clone(),
+                };
+                let owner = owner.or_else(|| (kind == "table").then(|| name.clone()));
+                objects.push((SchemaObject::new(kind, key, statement(&text)), owner));
+            }
         }
         Ok(objects)
     }
 }
+
+/// How many SHOW CREATE statements go in one message.
+const SHOWS_PER_MESSAGE: usize = 100;
 
 /// The statement with one `;` at its end.
 fn statement(text: &str) -> String {
