@@ -148,13 +148,16 @@ fn not_over_a_fleet(command: &'static str) -> CliError {
 /// The failure of a fleet run that did not succeed everywhere: the first target that failed
 /// gives its code.
 fn incomplete(report: &FleetReport, source: &TargetSource, interrupted: bool) -> FleetIncomplete {
-    let first = (report.targets.iter())
-        .find(|t| t.outcome == Outcome::Failed)
-        .and_then(|t| {
-            let error = t.error.clone()?;
-            let message = for_target(source, &t.name, &error.to_string());
-            Some((t.name.clone(), error, message))
-        });
+    // A target that failed outright comes before one `drift` found drifted.
+    let failed = || (report.targets.iter()).filter(|t| t.outcome == Outcome::Failed);
+    let first = (failed()
+        .find(|t| !t.found_drift())
+        .or_else(|| failed().next()))
+    .and_then(|t| {
+        let error = t.error.clone()?;
+        let message = for_target(source, &t.name, &error.to_string());
+        Some((t.name.clone(), error, message))
+    });
     FleetIncomplete {
         targets: report.totals.targets,
         failed: report.totals.failed,

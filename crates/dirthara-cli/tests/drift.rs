@@ -266,6 +266,32 @@ async fn drift_is_clean_after_every_command_and_names_each_change_made_by_hand(d
     );
     assert!(accepted.contains("at version 3"), "{accepted}");
     assert_clean(&place, dir.path(), "drift --accept");
+
+    // A command that failed takes no snapshot: migration 4 applied, 5 failed, and what 4 did
+    // is drift until someone looks (the applied versions say why).
+    let (four, five) = match mongo {
+        true => (r#"[{"create": "four"}]"#, r#"[{"noSuchCommand": 1}]"#),
+        false => (
+            "CREATE TABLE four (id INT);",
+            "INSERT INTO no_such_table VALUES (1);",
+        ),
+    };
+    std::fs::write(dir.path().join(format!("4_four.up.{ext}")), four).unwrap();
+    std::fs::write(dir.path().join(format!("5_five.up.{ext}")), five).unwrap();
+    let failed = place.run_cli(dir.path(), &["migrate"]);
+    assert_eq!(failed.status.code(), Some(1), "{:?}", text(&failed));
+    let out = place.run_cli(dir.path(), &["drift"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let kind = if mongo { "collection" } else { "table" };
+    assert!(
+        stdout.contains(&format!(
+            "{kind} four: in the database, not in the snapshot"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("applied versions: changed\n"), "{stdout}");
+    assert!(stdout.contains("+-- 4 four"), "{stdout}");
 }
 
 async fn a_baseline_leaves_a_snapshot_of_the_schema_it_adopts(database: Database) {
@@ -360,7 +386,12 @@ async fn over_12_postgres_tenant_schemas_drift_names_only_the_drifted_ones() {
 
     // `--against` one file cannot fit every tenant: refused over a fleet.
     let refused = fleet(&["drift", "--against", "schema.sql"]);
-    assert_eq!(refused.status.code(), Some(1));
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`drift --against` does not run over a fleet"),
+        "{stderr}"
+    );
     // Accepted everywhere, the fleet is clean.
     let accepted = ok(&fleet(&["drift", "--accept"]));
     assert!(

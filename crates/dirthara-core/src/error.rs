@@ -257,6 +257,8 @@ pub enum ErrorKind {
         connection: String,
         /// What it was compared with: `the snapshot taken at version 3`, `schema.sql`.
         reference: String,
+        /// The reference is a dump file (`--against`), not the snapshot.
+        file: bool,
         /// How many objects differ (added, missing or changed).
         objects: usize,
         /// The applied versions differ too.

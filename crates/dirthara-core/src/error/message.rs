@@ -412,22 +412,30 @@ impl Error {
             ErrorKind::SchemaDrift {
                 connection,
                 reference,
+                file,
                 objects,
                 versions,
-            } => write!(
-                f,
-                "the schema of `{connection}` has drifted from {reference}: {} (shown on \
-                 standard output, `-` as expected, `+` as in the database). Undo the change \
-                 made outside the migrations, or write a migration that makes it; if the \
-                 database is right as it is, take it as the reference: `dirthara drift --accept`",
-                differences(*objects, *versions)
-            ),
+            } => {
+                let accept = match file {
+                    true => format!("write the file again: `dirthara dump > {reference}`"),
+                    false => "take it as the reference: `dirthara drift --accept`".to_string(),
+                };
+                write!(
+                    f,
+                    "the schema of `{connection}` has drifted from {reference}: {} (shown on \
+                     standard output, `-` as expected, `+` as in the database). Undo the change \
+                     made outside the migrations, or write a migration that makes it; if the \
+                     database is right as it is, {accept}",
+                    differences(*objects, *versions)
+                )
+            }
             ErrorKind::SchemaSnapshotMissing { connection } => write!(
                 f,
                 "the history of `{connection}` has no schema snapshot to compare with: one is \
-                 taken at the end of every command that changes the schema, and none has run \
-                 since this history was written. Check the schema (`dirthara dump`), then take \
-                 it as the reference: `dirthara drift --accept`"
+                 taken at the end of every command that changes the schema, and this history \
+                 has none (it was written before snapshots, or the last one could not be \
+                 written). Check the schema (`dirthara dump`), then take it as the reference: \
+                 `dirthara drift --accept`"
             ),
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),
         }

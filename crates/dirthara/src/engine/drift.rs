@@ -87,6 +87,7 @@ impl DriftReport {
             Error::new(ErrorKind::SchemaDrift {
                 connection: self.connection.clone(),
                 reference: self.reference.to_string(),
+                file: matches!(self.reference, DriftReference::Dump { .. }),
                 objects: self.drift.len(),
                 versions: self.versions.is_some(),
             })
@@ -130,6 +131,7 @@ impl Migrator {
         self.locked_read("drift", async |session: &mut Session<'_>| {
             let connection = session.migrator.config.history_connection.clone();
             let snapshot = snapshot_now(session.history.as_mut(), &connection).await?;
+            session.ensure_lock(None).await?;
             session.history.write_snapshot(&snapshot.store()).await?;
             Ok(snapshot)
         })

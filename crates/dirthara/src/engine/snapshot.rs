@@ -45,14 +45,25 @@ impl Session<'_> {
             return;
         }
         let connection = self.migrator.config.history_connection.clone();
-        let snapshot = match snapshot_now(self.history.as_mut(), &connection).await {
-            Ok(snapshot) => snapshot,
-            Err(error) => return self.warn(Code::HistoryError, not_taken(&error)),
+        let file = self.migrator.config.dump_schema.clone();
+        // Read and written only while the lock is still this run's: a lease lost meanwhile
+        // may mean another runner is migrating, and its half-done schema is no reference.
+        let read = match self.ensure_lock(None).await {
+            Ok(()) => snapshot_now(self.history.as_mut(), &connection).await,
+            Err(error) => Err(error),
         };
-        if let Err(error) = self.history.write_snapshot(&snapshot.store()).await {
-            self.warn(Code::HistoryError, not_taken(&error));
+        let snapshot = match read {
+            Ok(snapshot) => snapshot,
+            Err(error) => return self.warn(Code::HistoryError, not_taken(&error, file.as_deref())),
+        };
+        let written = match self.ensure_lock(None).await {
+            Ok(()) => self.history.write_snapshot(&snapshot.store()).await,
+            Err(error) => return self.warn(Code::HistoryError, not_taken(&error, file.as_deref())),
+        };
+        if let Err(error) = written {
+            self.warn(Code::HistoryError, not_taken(&error, None));
         }
-        if let Some(path) = self.migrator.config.dump_schema.clone() {
+        if let Some(path) = file {
             if let Err(error) = write_if_changed(&path, &snapshot.dump.render()) {
                 let message = format!(
                     "the schema was not written to {} (dump_schema): {error}. What ran is \
@@ -70,10 +81,16 @@ impl Session<'_> {
     }
 }
 
-fn not_taken(error: &crate::Error) -> String {
+/// The warning for a snapshot not written (and, when `file` is given, the `dump_schema` file
+/// not written either).
+fn not_taken(error: &crate::Error, file: Option<&Path>) -> String {
+    let also = file.map_or_else(String::new, |file| {
+        format!(" (nor {}, the dump_schema file)", file.display())
+    });
     format!(
-        "the schema snapshot that `drift` compares with was not written: {error}. What ran is \
-         recorded; once the cause is fixed, take the snapshot with `dirthara drift --accept`"
+        "the schema snapshot that `drift` compares with was not written{also}: {error}. What \
+         ran is recorded; once the cause is fixed, take the snapshot with `dirthara drift \
+         --accept`"
     )
 }
 

@@ -191,8 +191,13 @@ fn target_config(base: &Config, target: &Target) -> Config {
 /// without `{target}`, the path for the first target alone (one file, one schema).
 fn dump_schema_of(path: &std::path::Path, target: &str, first: bool) -> Option<std::path::PathBuf> {
     let text = path.to_string_lossy();
+    // A name is one file name: a `/` in it (a --targets-sql row) does not reach elsewhere.
+    let name = match target.replace(['/', '\\'], "_") {
+        dots if dots == "." || dots == ".." => "_".to_string(),
+        name => name,
+    };
     match text.contains("{target}") {
-        true => Some(text.replace("{target}", target).into()),
+        true => Some(text.replace("{target}", &name).into()),
         false => first.then(|| path.to_path_buf()),
     }
 }

@@ -25,9 +25,11 @@ pub(super) fn side_table_exists_sql(
             "SELECT name FROM {}.sqlite_master WHERE type = 'table' AND name = {name}",
             (names.schema.as_deref()).map_or_else(|| "main".to_string(), |s| dialect.ident(s))
         ),
+        // to_regclass finds it through the catalog's index, where information_schema reads
+        // every table of the database (and hides those the role has no right on).
         SqlDialect::Postgres => format!(
-            "SELECT table_name::text FROM information_schema.tables \
-             WHERE table_schema = {} AND table_name = {name}",
+            "SELECT 'found' WHERE to_regclass(quote_ident({}) || '.' || quote_ident({name})) \
+             IS NOT NULL",
             dialect.schema_literal(names, "current_schema()")
         ),
         SqlDialect::MySql => format!(

@@ -60,8 +60,15 @@ impl<D: SqlDriver> SqlBackend<D> {
 
     pub(super) async fn write_stored_snapshot(&mut self, snapshot: &StoredSnapshot) -> Result<()> {
         let dialect = self.driver.dialect();
-        let created = self.driver.execute(&create_sql(dialect, &self.names)).await;
-        created.map_err(|e| self.history_error(e))?;
+        // Created only when missing: CREATE ... IF NOT EXISTS asks for the right to create
+        // even when the table is there, which a role that may only write it lacks.
+        let exists =
+            side_table_exists_sql(dialect, &self.names, &snapshot_table(&self.names.table));
+        let found = self.driver.fetch_text(&exists).await;
+        if found.map_err(|e| self.history_error(e))?.is_empty() {
+            let created = self.driver.execute(&create_sql(dialect, &self.names)).await;
+            created.map_err(|e| self.history_error(e))?;
+        }
         let t = table(dialect, &self.names);
         let version = snapshot
             .version
