@@ -46,16 +46,12 @@ impl Session<'_> {
         }
         let connection = self.migrator.config.history_connection.clone();
         let file = self.migrator.config.dump_schema.clone();
-        // Read and written only while the lock is still this run's: a lease lost meanwhile
-        // may mean another runner is migrating, and its half-done schema is no reference.
-        let read = match self.ensure_lock(None).await {
-            Ok(()) => snapshot_now(self.history.as_mut(), &connection).await,
-            Err(error) => Err(error),
-        };
-        let snapshot = match read {
+        let snapshot = match snapshot_now(self.history.as_mut(), &connection).await {
             Ok(snapshot) => snapshot,
             Err(error) => return self.warn(Code::HistoryError, not_taken(&error, file.as_deref())),
         };
+        // Written only while the lock is still this run's: a lease lost while the schema was
+        // read may mean another runner is migrating, and its half-done schema is no reference.
         let written = match self.ensure_lock(None).await {
             Ok(()) => self.history.write_snapshot(&snapshot.store()).await,
             Err(error) => return self.warn(Code::HistoryError, not_taken(&error, file.as_deref())),
