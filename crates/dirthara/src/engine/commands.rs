@@ -1,11 +1,13 @@
-//! The locked commands, each one body run by [`Migrator::locked`]: validate the configuration
-//! once, load the migrations, open a [`Session`] (connect, then lock), run the body, and let
-//! the session release everything whatever happened. A command that went well and changed
-//! the schema leaves a snapshot of it for `drift`, under the same lock.
+//! The locked commands, each one body run by [`Migrator::locked_on`] (through `locked`, which
+//! loads the migrations first, or `locked_without_files`, for `drift`): validate the
+//! configuration once, open a [`Session`] (connect, then lock), run the body, and let the
+//! session release everything whatever happened. A command that went well and changed the
+//! schema leaves a snapshot of it for `drift`, under the same lock.
 
 use super::session::Session;
-use super::Migrator;
+use super::{Connections, Migrator};
 use crate::adopt::{AdoptSource, AdoptionReport};
+use crate::backend::Backend;
 use crate::error::Result;
 use crate::migration::{DownSteps, Migration};
 use crate::plan::{Command, Resolution, RollbackScope};
@@ -13,8 +15,7 @@ use crate::report::RunReport;
 use crate::vocabulary::Operation;
 
 impl Migrator {
-    /// The one skeleton of every locked command: load and connect, take the lock, run
-    /// `body` on the session, and release the lock and every connection whatever it returned.
+    /// A locked command that reads the migrations: load and connect, then [`Self::locked_on`].
     /// With `runs_steps`, every connection a migration names must have a URL too.
     async fn locked<T>(
         &self,
@@ -27,8 +28,35 @@ impl Migrator {
         let (available, history) = self
             .load_and_connect(&connections, operation, downs, runs_steps)
             .await?;
-        let mut session = Session::open(self, &connections, operation, history).await?;
-        let result = body(&mut session, &available);
+        let body = async |session: &mut Session<'_>| body(session, &available).await;
+        self.locked_on(&connections, operation, history, body).await
+    }
+
+    /// A locked command that needs no migration files (`drift`): connect, then
+    /// [`Self::locked_on`].
+    pub(super) async fn locked_without_files<T>(
+        &self,
+        operation: &str,
+        body: impl AsyncFnOnce(&mut Session<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let connections = self.connections();
+        self.checked(&connections)?;
+        let history = self.connect_history(&connections, operation).await?;
+        self.locked_on(&connections, operation, history, body).await
+    }
+
+    /// The one skeleton of every locked command: take the lock on `history`, run `body` on
+    /// the session, keep a snapshot of the schema if it changed it, and release the lock and
+    /// every connection whatever it returned.
+    async fn locked_on<T>(
+        &self,
+        connections: &Connections,
+        operation: &str,
+        history: Box<dyn Backend>,
+        body: impl AsyncFnOnce(&mut Session<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let mut session = Session::open(self, connections, operation, history).await?;
+        let result = body(&mut session);
         #[cfg(feature = "tracing")]
         let result = tracing::Instrument::instrument(
             result,

@@ -128,7 +128,7 @@ impl Migrator {
     /// checking a database whose history has no snapshot yet, or a change made on purpose
     /// outside the migrations.
     pub async fn accept_schema(&self) -> Result<SchemaSnapshot> {
-        self.locked_read("drift", async |session: &mut Session<'_>| {
+        self.locked_without_files("drift", async |session: &mut Session<'_>| {
             let connection = session.migrator.config.history_connection.clone();
             let snapshot = snapshot_now(session.history.as_mut(), &connection).await?;
             session.ensure_lock(None).await?;
@@ -139,7 +139,7 @@ impl Migrator {
     }
 
     async fn drift_from(&self, against: Option<(&str, &SchemaDump)>) -> Result<DriftReport> {
-        self.locked_read("drift", async |session: &mut Session<'_>| {
+        self.locked_without_files("drift", async |session: &mut Session<'_>| {
             let connection = session.migrator.config.history_connection.clone();
             let live = read_dump(session.history.as_mut(), &connection).await?;
             let now = session
@@ -178,20 +178,5 @@ impl Migrator {
             })
         })
         .await
-    }
-
-    /// Runs `body` on the history connection under the lock, with no migration files: a
-    /// command that reads under the lock, or writes only dirthara's own tables.
-    async fn locked_read<T>(
-        &self,
-        operation: &str,
-        body: impl AsyncFnOnce(&mut Session<'_>) -> Result<T>,
-    ) -> Result<T> {
-        let connections = self.connections();
-        self.checked(&connections)?;
-        let history = self.connect_history(&connections, operation).await?;
-        let mut session = Session::open(self, &connections, operation, history).await?;
-        let result = body(&mut session).await;
-        (session.finish(result).await).map_err(|error| self.masked_error(error))
     }
 }
