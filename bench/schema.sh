@@ -22,34 +22,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 bin=${1:-target/debug/dirthara}
 rounds=${2:-9}
 tenants=${3:-1000}
-admin=${DIRTHARA_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 prefix="dirthara_schema_$$"
-dir=$(mktemp -d)
-databases=()
-
-cleanup() {
-  for db in "${databases[@]}"; do
-    psql "$admin" -qc "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
-  done
-  rm -rf "$dir"
-}
-trap cleanup EXIT
-
-create_db() { # name: a new database, dropped at exit; prints its URL
-  psql "$admin" -qc "CREATE DATABASE $1" >/dev/null
-  databases+=("$1")
-  echo "${admin%/*}/$1"
-}
-# Milliseconds one run of `$@` takes, wall clock; fails loudly if the run fails.
-ms() {
-  local start end
-  start=$(date +%s%N)
-  "$@" >/dev/null
-  end=$(date +%s%N)
-  echo $(((end - start) / 1000000))
-}
-median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-ratio() { python3 -c "print(f'{$1 / $2:.2f}')"; }
+# shellcheck source=pg_scratch.sh
+source bench/pg_scratch.sh
 
 # --- a. dump against pg_dump -------------------------------------------------------------
 db="${prefix}_dump"
