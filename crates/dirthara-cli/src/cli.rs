@@ -257,6 +257,15 @@ pub(crate) enum Command {
         #[arg(long)]
         accept: bool,
     },
+    /// Write the baseline of the migrations up to V (`B<V>__squash.sql`, `.json` on MongoDB)
+    /// from a database at V: a new database runs it in one step instead of them; a database
+    /// that applied them goes on from its own history
+    Squash {
+        /// The newest migration the baseline stands for; the database must have exactly the
+        /// migrations up to it applied
+        #[arg(long, value_name = "VERSION")]
+        to: i64,
+    },
     /// Show who holds the migration lock; with --force, release it
     Unlock {
         /// Release the lock unconditionally (ends the holding session)

@@ -168,6 +168,7 @@ async fn run(
                 return Err(error.into());
             }
         }
+        Command::Squash { to } => renderer.squashed(&migrator.squash(to).await?),
         Command::Unlock { force: false } => renderer.lock(&migrator.lock_status().await?),
         Command::Unlock { force: true } => renderer.force_unlock(&migrator.force_unlock().await?),
         Command::Resolve {

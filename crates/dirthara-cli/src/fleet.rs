@@ -128,6 +128,7 @@ fn fleet_command(command: Command) -> Result<FleetCommand, CliError> {
         Command::Fresh { .. } => return Err(not_over_a_fleet("fresh")),
         Command::Unlock { .. } => return Err(not_over_a_fleet("unlock")),
         Command::Dump { .. } => return Err(not_over_a_fleet("dump")),
+        Command::Squash { .. } => return Err(not_over_a_fleet("squash")),
         // Each target's schema is its own (on PostgreSQL its objects are named with its
         // schema): one file fits one target.
         Command::Drift {

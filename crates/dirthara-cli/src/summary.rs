@@ -247,6 +247,7 @@ pub(crate) fn command_name(command: &Command) -> &'static str {
         Command::Unlock { .. } => "unlock",
         Command::Dump { .. } => "dump",
         Command::Drift { .. } => "drift",
+        Command::Squash { .. } => "squash",
         Command::New { .. } => "new",
         Command::Resolve { .. } => "resolve",
         Command::Baseline(_) => "baseline",

@@ -138,6 +138,14 @@ pub enum ErrorKind {
         /// Its name, as recorded.
         name: String,
     },
+    /// Migrations a baseline stands for are neither applied to a database that goes on from
+    /// its own history, nor on disk (archived after `squash`).
+    SquashedAway {
+        /// The versions not applied and without a file.
+        versions: Vec<i64>,
+        /// The baseline that stands for them (its file).
+        baseline: String,
+    },
     /// A migration that must be reversed has no down step.
     Irreversible {
         /// The version without a down step.

@@ -1,6 +1,7 @@
 //! How dirthara writes a duration for people — a step's run time, a wait, a timeout — in
 //! every message, event line and report: one formatter, so `2 s` means the same everywhere;
-//! and how it writes an instant in events: RFC 3339, UTC, to the microsecond.
+//! how it writes an instant in events: RFC 3339, UTC, to the microsecond; and how it lists
+//! versions.
 
 use std::time::{Duration, SystemTime};
 
@@ -51,6 +52,40 @@ pub fn format_timestamp(at: SystemTime) -> String {
         .unwrap_or_default()
         .min(LAST);
     humantime::format_rfc3339_micros(SystemTime::UNIX_EPOCH + since_epoch).to_string()
+}
+
+/// Versions as a message lists them: all of a short list, the first ten of a long one.
+///
+/// ```
+/// assert_eq!(dirthara_core::format::list_versions(&[4, 5]), "4, 5");
+/// let many: Vec<i64> = (1..=12).collect();
+/// assert_eq!(dirthara_core::format::list_versions(&many), "1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and 2 more");
+/// ```
+pub fn list_versions(versions: &[i64]) -> String {
+    const SHOWN: usize = 10;
+    let shown: Vec<String> = versions.iter().take(SHOWN).map(i64::to_string).collect();
+    match versions.len().saturating_sub(SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+/// The versions a baseline stands for, as `status` shows them: `1–5, 5 migrations`.
+///
+/// ```
+/// assert_eq!(dirthara_core::format::squashed_range(&[1, 2, 5]), "1–5, 3 migrations");
+/// assert_eq!(dirthara_core::format::squashed_range(&[7]), "7, 1 migration");
+/// ```
+pub fn squashed_range(versions: &[i64]) -> String {
+    let count = match versions.len() {
+        1 => "1 migration".to_string(),
+        n => format!("{n} migrations"),
+    };
+    match (versions.first(), versions.last()) {
+        (Some(first), Some(last)) if first != last => format!("{first}–{last}, {count}"),
+        (Some(only), _) => format!("{only}, {count}"),
+        _ => "no migrations".to_string(),
+    }
 }
 
 #[cfg(test)]

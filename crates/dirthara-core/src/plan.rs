@@ -14,6 +14,7 @@ use crate::migration::{Direction, DownSteps, Migration};
 use crate::vocabulary::Operation;
 
 mod adoption;
+mod baselines;
 mod records;
 mod repeatables;
 pub mod retry;
@@ -21,6 +22,7 @@ pub use adoption::{
     adoptable_repeatables, flyway_checksum, plan_adoption, AdoptionPlan, ForeignFailure,
     ForeignHistory, Through,
 };
+pub use baselines::{followed, squashed_versions, Followed};
 pub use records::Resolution;
 pub use records::{plan_baseline, plan_resolution, recorded_without_running, Recording};
 pub use repeatables::{
@@ -137,64 +139,103 @@ impl Plan<'_> {
 
 /// Plans `command` against the history.
 ///
+/// `available` holds the versioned migrations and the baselines after them (see
+/// [`followed`]: a new database is built from the highest baseline, and a database built
+/// from one follows it).
+///
 /// Refuses, before anything is changed: a dirty history (`DIRTY_MIGRATION`), an applied
-/// migration whose file is missing or changed, a target version nobody knows, a reversal
-/// of a migration without a down step, and (with `strict`) out-of-order pending migrations.
-/// `fresh` ignores the history, which it is about to drop.
+/// migration whose file is missing or changed (unless a baseline stands for it), versions
+/// a baseline stands for that are neither applied nor on disk, a target version nobody
+/// knows, a reversal of a migration without a down step, and (with `strict`) out-of-order
+/// pending migrations. `fresh` ignores the history, which it is about to drop.
 pub fn plan<'a>(
     available: &'a [Migration],
     applied: &[AppliedMigration],
     command: Command,
     options: PlanOptions,
 ) -> Result<Plan<'a>> {
-    let by_version: BTreeMap<i64, &'a Migration> =
-        available.iter().map(|m| (m.version, m)).collect();
+    let through = match command {
+        Command::MigrateTo(target) => Some(target),
+        _ => None,
+    };
+    let followed = match command {
+        Command::Fresh => baselines::followed(available, &[], None),
+        _ => baselines::followed(available, applied, through),
+    };
+    let by_version: BTreeMap<i64, &'a Migration> = (followed.migrations.iter())
+        .map(|m| (m.version, *m))
+        .collect();
+    let squashed = baselines::squashed_versions(available);
     if command != Command::Fresh {
-        verify_history(&by_version, applied)?;
+        verify_history(&by_version, &squashed, applied)?;
+        baselines::check_nothing_squashed_away(available, applied, &followed)?;
     }
     let applied_versions: BTreeSet<i64> = applied.iter().map(|a| a.version).collect();
+    // A version is known when a file, a baseline or a baseline's list has it.
+    let known_versions: BTreeSet<i64> = (available.iter().map(|m| m.version))
+        .chain(squashed.iter().copied())
+        .collect();
 
     let (drop_all, to_reverse, to_apply): (bool, Vec<&AppliedMigration>, Vec<&'a Migration>) =
         match command {
             Command::Migrate => (
                 false,
                 Vec::new(),
-                pending(available, &applied_versions, None),
+                pending(&followed.migrations, &applied_versions, None),
             ),
             Command::Rollback(scope) => (
                 false,
-                rollback_set(&by_version, applied, scope)?,
+                rollback_set(&known_versions, applied, scope)?,
                 Vec::new(),
             ),
             // `to 0` means "before the first migration", unless a migration 0 exists (sqlx,
             // golang-migrate and Diesel allow one): then it is a target like any other, and
             // `rollback --all` is how to reverse everything.
-            Command::MigrateTo(0) if !by_version.contains_key(&0) => (
+            Command::MigrateTo(0) if !known_versions.contains(&0) => (
                 false,
-                rollback_set(&by_version, applied, RollbackScope::All)?,
+                rollback_set(&known_versions, applied, RollbackScope::All)?,
                 Vec::new(),
             ),
             Command::MigrateTo(target) => {
-                if !by_version.contains_key(&target) {
+                if !known_versions.contains(&target) {
                     return Err(Error::new(ErrorKind::UnknownVersion { version: target }));
+                }
+                let reachable = by_version.contains_key(&target)
+                    || applied_versions.contains(&target)
+                    || followed.baseline.is_some_and(|b| target <= b.version);
+                if !reachable {
+                    // A version only a baseline knows, on a database not built from it.
+                    let baseline = (available.iter().rev())
+                        .find(|m| m.squashes.as_ref().is_some_and(|s| s.contains(&target)));
+                    return Err(Error::new(ErrorKind::SquashedAway {
+                        versions: vec![target],
+                        baseline: baseline.map(|b| b.origin.clone()).unwrap_or_default(),
+                    }));
                 }
                 (
                     false,
-                    rollback_set(&by_version, applied, RollbackScope::To(target))?,
-                    pending(available, &applied_versions, Some(target)),
+                    rollback_set(&known_versions, applied, RollbackScope::To(target))?,
+                    pending(&followed.migrations, &applied_versions, Some(target)),
                 )
             }
+            // Once everything is reversed the database is new: it is built as a new one is.
             Command::Refresh => (
                 false,
-                rollback_set(&by_version, applied, RollbackScope::All)?,
-                by_version.values().copied().collect(),
+                rollback_set(&known_versions, applied, RollbackScope::All)?,
+                baselines::followed(available, &[], None).migrations,
             ),
-            Command::Fresh => (true, Vec::new(), by_version.values().copied().collect()),
+            Command::Fresh => (true, Vec::new(), followed.migrations.clone()),
         };
 
     let mut steps = Vec::with_capacity(to_reverse.len() + to_apply.len());
     for record in &to_reverse {
-        let migration = by_version[&record.version];
+        // Only an applied migration a baseline stands for may have no file (archived).
+        let Some(migration) = by_version.get(&record.version).copied() else {
+            return Err(Error::new(ErrorKind::MissingMigration {
+                version: record.version,
+                name: record.name.clone(),
+            }));
+        };
         if migration.down.is_none() {
             debug_assert!(
                 !migration.down_unread,
@@ -252,9 +293,11 @@ pub fn plan<'a>(
     })
 }
 
-/// Every applied record must be complete, still have its file, and match its checksum.
+/// Every applied record must be complete, still have its file (or be one a baseline stands
+/// for), and match its checksum.
 fn verify_history(
     by_version: &BTreeMap<i64, &Migration>,
+    squashed: &BTreeSet<i64>,
     applied: &[AppliedMigration],
 ) -> Result<()> {
     if let Some(dirty) = applied.iter().find(|a| a.state == RecordState::Running) {
@@ -262,6 +305,7 @@ fn verify_history(
     }
     for record in applied {
         match by_version.get(&record.version) {
+            None if squashed.contains(&record.version) => {}
             None => {
                 return Err(Error::new(ErrorKind::MissingMigration {
                     version: record.version,
@@ -285,12 +329,11 @@ fn verify_history(
 
 /// Pending migrations in version order, optionally only those up to `through`.
 fn pending<'a>(
-    available: &'a [Migration],
+    followed: &[&'a Migration],
     applied: &BTreeSet<i64>,
     through: Option<i64>,
 ) -> Vec<&'a Migration> {
-    let mut pending: Vec<&Migration> = available
-        .iter()
+    let mut pending: Vec<&Migration> = (followed.iter().copied())
         .filter(|m| !applied.contains(&m.version))
         .filter(|m| through.is_none_or(|t| m.version <= t))
         .collect();
@@ -307,7 +350,7 @@ pub fn newest_first(applied: &[AppliedMigration]) -> Vec<&AppliedMigration> {
 }
 
 fn rollback_set<'h>(
-    by_version: &BTreeMap<i64, &Migration>,
+    known_versions: &BTreeSet<i64>,
     applied: &'h [AppliedMigration],
     scope: RollbackScope,
 ) -> Result<Vec<&'h AppliedMigration>> {
@@ -324,7 +367,7 @@ fn rollback_set<'h>(
         RollbackScope::Steps(n) => records.into_iter().take(n).collect(),
         RollbackScope::To(target) => {
             let known = target == 0
-                || by_version.contains_key(&target)
+                || known_versions.contains(&target)
                 || applied.iter().any(|a| a.version == target);
             if !known {
                 return Err(Error::new(ErrorKind::UnknownVersion { version: target }));
@@ -349,6 +392,9 @@ pub enum MigrationState {
     Modified,
     /// Recorded as `running`: a run died inside it.
     Dirty,
+    /// Recorded as applied; its file is gone, and a baseline stands for it (archived after
+    /// `squash`).
+    Squashed,
 }
 
 /// One line of `status`.
@@ -374,15 +420,20 @@ pub struct MigrationStatus {
     /// For a dirty migration: the error that left it so, as the failing run recorded it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<crate::history::RecordedFailure>,
+    /// For a baseline: the versions it stands for (`1–5, 5 migrations`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub squashes: Option<String>,
 }
 
-/// Every migration known to the files or the history, in version order, with its state.
+/// Every migration the database follows (its files, or the baseline it was or will be built
+/// from and the files after it) or its history knows, in version order, with its state.
 pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<MigrationStatus> {
     let records: BTreeMap<i64, &AppliedMigration> =
         applied.iter().map(|a| (a.version, a)).collect();
     let newest_applied = applied.iter().map(|a| a.version).max();
+    let squashed = baselines::squashed_versions(available);
     let mut lines: BTreeMap<i64, MigrationStatus> = BTreeMap::new();
-    for migration in available {
+    for migration in baselines::followed(available, applied, None).migrations {
         let record = records.get(&migration.version);
         let state = match record {
             None => MigrationState::Pending,
@@ -402,6 +453,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                     && newest_applied.is_some_and(|n| migration.version < n),
                 own_transaction: migration.own_transaction.clone(),
                 failure: record.and_then(|r| r.failure.clone()),
+                squashes: (migration.squashes.as_deref()).map(crate::format::squashed_range),
             },
         );
     }
@@ -413,6 +465,8 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                 name: record.name.clone(),
                 state: if record.state == RecordState::Running {
                     MigrationState::Dirty
+                } else if squashed.contains(&record.version) {
+                    MigrationState::Squashed
                 } else {
                     MigrationState::Missing
                 },
@@ -421,6 +475,7 @@ pub fn status(available: &[Migration], applied: &[AppliedMigration]) -> Vec<Migr
                 out_of_order: false,
                 own_transaction: None,
                 failure: record.failure.clone(),
+                squashes: None,
             });
     }
     lines.into_values().collect()

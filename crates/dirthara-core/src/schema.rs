@@ -16,6 +16,7 @@
 //! -- 1 create_users
 //! ```
 
+mod baseline;
 mod diff;
 mod snapshot;
 #[cfg(test)]
@@ -25,6 +26,7 @@ use std::fmt;
 
 use serde::Serialize;
 
+pub use baseline::{write_baseline, BaselineDialect, BaselineFacts, ObjectName};
 pub use diff::line_diff;
 pub use snapshot::{server_major, snapshot_table, SchemaSnapshot, StoredSnapshot};
 

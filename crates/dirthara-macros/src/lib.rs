@@ -100,9 +100,10 @@ fn expand(input: &str, root: &Path) -> Result<String, String> {
                 format!(".with_envsub(&[{}], &[{}])", pairs(up), pairs(down))
             }
         };
-        let envsub = match m.repeatable {
-            true => format!("{envsub}.as_repeatable()"),
-            false => envsub,
+        let envsub = match (m.repeatable, &m.squashes) {
+            (true, _) => format!("{envsub}.as_repeatable()"),
+            (false, Some(squashes)) => format!("{envsub}.as_baseline(::std::vec!{squashes:?})"),
+            (false, None) => envsub,
         };
         code.push_str(&format!(
             "::dirthara::Migration::embedded({}i64, {:?}, {:?}, {}, {}, {:?}, ::dirthara::StepFormat::{format}, {:?}){layout}{timeouts}{allow}{envsub},\n",

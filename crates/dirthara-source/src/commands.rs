@@ -11,6 +11,9 @@ pub struct Commands {
     /// `"placeholders": true`: the `${name}` in its strings are filled in when it runs
     /// ([`crate::placeholders`]).
     pub placeholders: bool,
+    /// `"squashes": [1, 2, 3]`: the versions a baseline migration (`B<V>__<name>.json`)
+    /// stands for, which `dirthara squash` writes.
+    pub squashes: Option<Vec<i64>>,
 }
 
 /// Parses `[{...}, ...]` or `{"transaction": true, "commands": [{...}], "connection": "name",
@@ -19,8 +22,8 @@ pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
     let value = parse_json(text.trim_start_matches('\u{feff}'))?;
     const SHAPE: &str = "a MongoDB migration is a JSON array of command documents, e.g. \
                          `[{\"create\": \"users\"}]`, or `{\"transaction\": true, \"commands\": [...]}`";
-    let (list, transaction, connection, placeholders) = match value {
-        serde_json::Value::Array(list) => (list, false, None, false),
+    let (list, transaction, connection, placeholders, squashes) = match value {
+        serde_json::Value::Array(list) => (list, false, None, false, None),
         serde_json::Value::Object(mut object) => {
             let list = match object.remove("commands") {
                 Some(serde_json::Value::Array(list)) => list,
@@ -46,13 +49,23 @@ pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
                     )
                 }
             };
+            let squashes = match object.remove("squashes") {
+                None => None,
+                Some(serde_json::Value::Array(versions)) => {
+                    let list: Vec<String> = versions.iter().map(|v| v.to_string()).collect();
+                    Some(crate::directives::parse_squashed(&list.join(","))?)
+                }
+                Some(_) => {
+                    return Err("`squashes` must be an array of versions, e.g. `[1, 2, 5]`".into())
+                }
+            };
             if let Some(key) = object.keys().next() {
                 return Err(format!(
                     "unknown key `{key}`; the known ones are `commands`, `transaction`, \
-                     `connection` and `placeholders`"
+                     `connection`, `placeholders` and, in a baseline, `squashes`"
                 ));
             }
-            (list, transaction, connection, placeholders)
+            (list, transaction, connection, placeholders, squashes)
         }
         _ => return Err(format!("is not a JSON array of documents: {SHAPE}")),
     };
@@ -76,6 +89,7 @@ pub fn parse_commands(text: &str) -> std::result::Result<Commands, String> {
         transaction,
         connection,
         placeholders,
+        squashes,
     })
 }
 

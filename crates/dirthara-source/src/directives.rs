@@ -20,6 +20,9 @@ pub struct Header {
     /// `-- dirthara:placeholders [everywhere]`: the step's `${name}` placeholders are
     /// replaced when it runs (see [`crate::placeholders`]).
     pub placeholders: Option<Scope>,
+    /// `-- dirthara:squashes 1,2,3`: the versions a baseline migration (`B<V>__<name>.sql`)
+    /// stands for, which `dirthara squash` writes.
+    pub squashes: Option<Vec<i64>>,
 }
 
 /// Reads the `-- dirthara:...` directives from the leading comment lines of a file.
@@ -79,6 +82,12 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
                     return Err("declares `-- dirthara:table-lock-timeout` twice".into());
                 }
             }
+            (Some("squashes"), Some(list), None) => {
+                let versions = parse_squashed(list)?;
+                if header.squashes.replace(versions).is_some() {
+                    return Err("declares `-- dirthara:squashes` twice".into());
+                }
+            }
             (Some("connection"), Some(name), None) => {
                 if !valid_connection_name(name) {
                     return Err(format!(
@@ -94,14 +103,33 @@ pub fn parse_directives(text: &str) -> Result<Header, String> {
                     "unknown directive `-- {DIRECTIVE_PREFIX}{}`; the known ones are \
                      `-- dirthara:no-transaction`, `-- dirthara:connection <name>`, \
                      `-- dirthara:table-lock-timeout <duration>|off`, \
-                     `-- dirthara:allow-blocking <reason>` and \
-                     `-- dirthara:placeholders [everywhere]`",
+                     `-- dirthara:allow-blocking <reason>`, \
+                     `-- dirthara:placeholders [everywhere]` and, in a baseline that \
+                     `dirthara squash` wrote, `-- dirthara:squashes <versions>`",
                     directive.trim()
                 ))
             }
         }
     }
     Ok(header)
+}
+
+/// The versions of `-- dirthara:squashes 1,2,3`, in order and each once.
+pub fn parse_squashed(list: &str) -> Result<Vec<i64>, String> {
+    let mut versions = Vec::new();
+    for word in list.split(',') {
+        match word.trim().parse::<i64>() {
+            Ok(v) if v >= 0 && versions.last().is_none_or(|last| *last < v) => versions.push(v),
+            _ => {
+                return Err(format!(
+                    "`-- dirthara:squashes {list}`: the versions a baseline stands for are \
+                     written in increasing order, separated by commas (`1,2,5`); write the \
+                     baseline again with `dirthara squash --to <version>`"
+                ))
+            }
+        }
+    }
+    Ok(versions)
 }
 
 pub fn valid_connection_name(name: &str) -> bool {
@@ -129,8 +157,15 @@ mod tests {
                 table_lock_timeout: None,
                 allow_blocking: None,
                 placeholders: None,
+                squashes: None,
             }
         );
+        let h = parse_directives("-- dirthara:squashes 1,2,20240101120000\nSELECT 1").unwrap();
+        assert_eq!(h.squashes, Some(vec![1, 2, 20240101120000]));
+        for bad in ["2,1", "1,1", "1,x", "-1", ""] {
+            let text = format!("-- dirthara:squashes {bad}\nSELECT 1");
+            assert!(parse_directives(&text).is_err(), "{bad}");
+        }
         let h = parse_directives("-- dirthara:placeholders\nSELECT ${a}").unwrap();
         assert_eq!(h.placeholders, Some(Scope::Code));
         let h = parse_directives("-- dirthara:placeholders everywhere\nSELECT 1").unwrap();

@@ -68,6 +68,41 @@ fn part(
         lines: (1, Vec::new()),
         envsub: Vec::new(),
         repeatable: false,
+        baseline: false,
+    }
+}
+
+/// A baseline migration, `B<V>__<name>.sql` (or `.json`), in any layout: what `dirthara
+/// squash --to V` writes, named as Flyway names its baseline migrations. `None` for a name
+/// that does not start with `B` and a digit.
+pub(crate) fn baseline(path: &Path, file_name: &str, findings: &mut Findings) -> Option<Part> {
+    let rest = file_name.strip_prefix('B')?;
+    if !rest.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let format = crate::names::format_of(file_name)?;
+    let stem = rest.rsplit_once('.').map_or(rest, |(stem, _)| stem);
+    let parsed = stem
+        .split_once("__")
+        .ok_or_else(|| "no `__` after the version".to_string())
+        .and_then(|(v, name)| Ok((parse_version(v)?, name)))
+        .and_then(|(v, name)| check_name(name).map(|()| (v, name)));
+    match parsed {
+        Ok((version, name)) => {
+            let mut part = part((version, name.into(), Role::UpOnly), format, path, None);
+            part.baseline = true;
+            Some(part)
+        }
+        Err(reason) => {
+            findings.problem(
+                path,
+                format!(
+                    "{reason}: a baseline migration is `B<version>__<name>.sql` (`.json` for \
+                     MongoDB), as `dirthara squash --to <version>` writes it"
+                ),
+            );
+            None
+        }
     }
 }
 

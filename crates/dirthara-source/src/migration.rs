@@ -121,12 +121,31 @@ pub struct Migration {
     /// after the versioned ones. Its `version` means nothing (0); it is kept after every
     /// versioned migration of a list ([`split_repeatables`]), never among them.
     pub repeatable: bool,
+    /// A baseline migration (`B<V>__<name>.sql`, `.json`, written by `dirthara squash --to
+    /// V`): the schema at `version` in one step, which a new database runs instead of the
+    /// migrations it stands for, listed here (its `-- dirthara:squashes` header). It is kept
+    /// after every versioned migration of a list and before the repeatable ones
+    /// ([`split_baselines`]).
+    pub squashes: Option<Vec<i64>>,
 }
 
-/// The versioned migrations of a loaded list, and its repeatable ones (kept at its end, in
-/// name order).
+impl Migration {
+    /// A baseline migration ([`Migration::squashes`]).
+    pub fn is_baseline(&self) -> bool {
+        self.squashes.is_some()
+    }
+}
+
+/// The versioned migrations of a loaded list (baselines included, after them), and its
+/// repeatable ones (kept at its end, in name order).
 pub fn split_repeatables(all: &[Migration]) -> (&[Migration], &[Migration]) {
     all.split_at(all.partition_point(|m| !m.repeatable))
+}
+
+/// The versioned migrations of a list without repeatables, and its baselines (kept after
+/// them, in version order).
+pub fn split_baselines(versioned: &[Migration]) -> (&[Migration], &[Migration]) {
+    versioned.split_at(versioned.partition_point(|m| !m.is_baseline()))
 }
 
 /// Whether a loading run reads the down steps.
@@ -215,6 +234,7 @@ impl Migration {
             layout: None,
             parsed: ParsedSteps::default(),
             repeatable: false,
+            squashes: None,
         }
     }
 
@@ -252,6 +272,7 @@ impl Migration {
             layout: None,
             parsed: ParsedSteps::default(),
             repeatable: false,
+            squashes: None,
         }
     }
 
@@ -259,6 +280,13 @@ impl Migration {
     /// time): applied after the versioned ones, and again whenever its text changes.
     pub fn as_repeatable(mut self) -> Self {
         self.repeatable = true;
+        self
+    }
+
+    /// The migration made a baseline standing for `squashes` (`B<V>__<name>`, what
+    /// `embed_migrations!` found at compile time).
+    pub fn as_baseline(mut self, squashes: Vec<i64>) -> Self {
+        self.squashes = Some(squashes);
         self
     }
 

@@ -203,19 +203,21 @@ fn a_diesel_folder_in_a_directory_named_otherwise_is_skipped_with_a_warning() {
     assert!(error_of(&[(dir.path().to_path_buf(), None)]).contains("mixes"));
 }
 
+/// Migration 1 `a`, in each layout: its file, its contents.
+const ONE_MIGRATION_IN_EACH_LAYOUT: [(&str, &str, Layout); 5] = [
+    ("1_a.up.sql", "SELECT 1;\n", Layout::Plain),
+    ("V1__a.sql", "SELECT 1;\n", Layout::Flyway),
+    ("1_a.sql", "-- +goose Up\nSELECT 1;\n", Layout::Goose),
+    ("1_a.sql", "-- migrate:up\nSELECT 1;\n", Layout::Dbmate),
+    ("1_a/up.sql", "SELECT 1;\n", Layout::Diesel),
+];
+
 /// `R__<name>.sql` is a repeatable migration in every layout, beside that layout's versioned
 /// files (a directory of them alone is dirthara's): after them, in name order, with the
 /// directory's layout; a bad name, or one name twice, is refused.
 #[test]
 fn repeatables_load_in_every_layout_after_the_versioned_migrations() {
-    let layouts = [
-        ("1_a.up.sql", "SELECT 1;\n", Layout::Plain),
-        ("V1__a.sql", "SELECT 1;\n", Layout::Flyway),
-        ("1_a.sql", "-- +goose Up\nSELECT 1;\n", Layout::Goose),
-        ("1_a.sql", "-- migrate:up\nSELECT 1;\n", Layout::Dbmate),
-        ("1_a/up.sql", "SELECT 1;\n", Layout::Diesel),
-    ];
-    for (file, contents, layout) in layouts {
+    for (file, contents, layout) in ONE_MIGRATION_IN_EACH_LAYOUT {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), file, contents);
         write(dir.path(), "R__views.sql", "CREATE VIEW v AS SELECT 1;\n");
@@ -254,6 +256,83 @@ fn repeatables_load_in_every_layout_after_the_versioned_migrations() {
         (b.path().to_path_buf(), None),
     ];
     assert!(error_of(&both).contains("two repeatable migrations are named `v`"));
+}
+
+/// `B<V>__<name>.sql` (`.json`) is a baseline migration in every layout, kept after the
+/// versioned migrations (its version may be one of theirs) and before the repeatable ones;
+/// it names the versions it stands for, none above its own, and only it may.
+#[test]
+fn baselines_load_in_every_layout_and_name_the_versions_they_stand_for() {
+    for (file, contents, layout) in ONE_MIGRATION_IN_EACH_LAYOUT {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), file, contents);
+        write(
+            dir.path(),
+            "B1__squash.sql",
+            "-- dirthara:squashes 1\nCREATE TABLE t (id INT);\n",
+        );
+        write(dir.path(), "R__views.sql", "CREATE VIEW v AS SELECT 1;\n");
+        let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+        let shown: Vec<(&str, i64, Option<Vec<i64>>)> = (loaded.iter())
+            .map(|m| (m.name.as_str(), m.version, m.squashes.clone()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("a", 1, None),
+                ("squash", 1, Some(vec![1])),
+                ("views", 0, None)
+            ],
+            "{layout:?}"
+        );
+        assert_eq!(loaded[1].layout.unwrap().layout, layout);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "B3__squash.json",
+        r#"{"squashes": [1, 3], "commands": [{"create": "c"}]}"#,
+    );
+    let loaded = load_directories(&[dir.path().to_path_buf()]).unwrap();
+    assert_eq!(loaded[0].squashes, Some(vec![1, 3]));
+
+    for (name, contents, needle) in [
+        (
+            "B2__s.sql",
+            "CREATE TABLE t (id INT);",
+            "names the versions it stands for",
+        ),
+        (
+            "B2__s.sql",
+            "-- dirthara:squashes 1,3\nSELECT 1;",
+            "above its own version 2",
+        ),
+        (
+            "B2__s.sql",
+            "-- dirthara:squashes 2,1\nSELECT 1;",
+            "increasing order",
+        ),
+        (
+            "B2_s.sql",
+            "SELECT 1;",
+            "a baseline migration is `B<version>__<name>.sql`",
+        ),
+        (
+            "2_s.up.sql",
+            "-- dirthara:squashes 1\nSELECT 1;",
+            "only a baseline migration",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), name, contents);
+        let error = error_of(&[(dir.path().to_path_buf(), None)]);
+        assert!(error.contains(needle), "{name}: {error}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "B2__a.sql", "-- dirthara:squashes 2\nSELECT 1;");
+    write(dir.path(), "B2__b.sql", "-- dirthara:squashes 2\nSELECT 2;");
+    assert!(error_of(&[(dir.path().to_path_buf(), None)])
+        .contains("two baseline migrations have version 2"));
 }
 
 #[test]

@@ -232,6 +232,13 @@ pub(crate) trait Backend: LockHost + Send {
         )))
     }
 
+    /// What `squash` needs beyond [`Backend::read_schema`] to write the schema as statements
+    /// that run: the dependencies between its objects the catalog records, and the schema
+    /// name the server writes into definitions (PostgreSQL). Reads, never writes.
+    async fn baseline_facts(&mut self) -> Result<crate::schema::BaselineFacts> {
+        Ok(crate::schema::BaselineFacts::default())
+    }
+
     /// Whether this database keeps a schema snapshot (`<history>_schema`) for `drift`: every
     /// one whose schema `dump` reads.
     fn keeps_snapshots(&self) -> bool {

@@ -6,12 +6,10 @@
 //! connection → take the lock → read the history → plan → run each step, confirming the lock
 //! before each → release the lock on every path, attaching a release failure to the primary
 //! error instead of replacing it.
-
 //!
-//! Files: the commands that change the database are in `engine/commands.rs`, each run as a
-//! `Session` (`engine/session.rs`: connect, lock, the apply loop, release) whose migrations
-//! run one by one in `engine/step.rs`; `engine/preview.rs` and `engine/inspect.rs` only
-//! look; `engine/load.rs` loads migrations without touching a database.
+//! Files: the locked commands are in `engine/commands.rs` (and `drift.rs`, `squash.rs`), each
+//! run as a `Session` (`engine/session.rs`: connect, lock, the apply loop, release) whose
+//! migrations run one by one in `step.rs`; `preview.rs` and `inspect.rs` only look.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -489,11 +487,13 @@ mod preview;
 mod repeatables;
 mod session;
 mod snapshot;
+mod squash;
 mod step;
 mod wait;
 
 pub use drift::{DriftReference, DriftReport};
 pub use lint::{LintAgainst, LintReport};
+pub use squash::SquashReport;
 pub use wait::{WaitFor, WaitReport};
 
 #[cfg(test)]

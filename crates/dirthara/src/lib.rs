@@ -160,10 +160,13 @@ pub use dirthara_core::planted_faults_from_env;
 pub use dirthara_ddl::{rules, Rule, Severity};
 pub use dirthara_source::sql::SqlDialect;
 pub use engine::{
-    DriftReference, DriftReport, LintAgainst, LintReport, Migrator, WaitFor, WaitReport,
+    DriftReference, DriftReport, LintAgainst, LintReport, Migrator, SquashReport, WaitFor,
+    WaitReport,
 };
 pub use error::{Code, DatabaseError, Error, ErrorKind, Problem, Result};
 pub use events::{Blocker, Event, EventKind, EventSink, LockHolder, Warning};
+/// The versions a baseline stands for, as `status` and `squash` show them.
+pub use format::squashed_range as format_squashed_range;
 pub use format::{format_duration, format_timestamp};
 pub use history::{RecordState, RecordedFailure, DEFAULT_HISTORY_TABLE};
 pub use migration::{

@@ -103,3 +103,29 @@ async fn an_embedded_goose_envsub_region_is_filled_at_run_time() {
     let scope = dirthara::RollbackScope::LastBatch;
     assert_eq!(migrator.rollback(scope).await.unwrap().reverted.len(), 1);
 }
+
+/// An embedded baseline (`B<V>__`, written by `squash`) builds a new database as one on disk
+/// does: in one step, then the migrations after it.
+#[tokio::test]
+async fn an_embedded_baseline_builds_a_new_database() {
+    let migrations = dirthara::embed_migrations!("tests/embedded-squashed");
+    let shown: Vec<(i64, &str, Option<Vec<i64>>)> = (migrations.iter())
+        .map(|m| (m.version, m.name.as_str(), m.squashes.clone()))
+        .collect();
+    assert_eq!(shown, [(3, "tags", None), (2, "squash", Some(vec![1, 2]))]);
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Config::with_url(format!("sqlite:{}", dir.path().join("e.db").display()));
+    config.directories.clear();
+    config.locking = Locking::Off;
+    let migrator = Migrator::new(config).with_migrations(migrations);
+    let report = migrator.migrate().await.unwrap();
+    let applied: Vec<(i64, &str)> = (report.applied.iter())
+        .map(|s| (s.version, s.name.as_str()))
+        .collect();
+    assert_eq!(applied, [(2, "squash"), (3, "tags")]);
+    let status = migrator.status().await.unwrap();
+    assert_eq!(
+        status.migrations[0].squashes.as_deref(),
+        Some("1–2, 2 migrations")
+    );
+}

@@ -174,6 +174,9 @@ impl Renderer {
                     if m.own_transaction.is_some() {
                         state.push_str(" (manages its own transaction)");
                     }
+                    if let Some(range) = &m.squashes {
+                        state.push_str(&format!(" (baseline of {range})"));
+                    }
                     [
                         m.version.to_string(),
                         m.name.clone(),

@@ -3,12 +3,37 @@
 
 use std::path::Path;
 
-use dirthara::{Change, Config, Drift, DriftReport, SchemaDump, SchemaSnapshot};
+use dirthara::{Change, Config, Drift, DriftReport, SchemaDump, SchemaSnapshot, SquashReport};
 
 use super::{stderr_line, stdout_line, Renderer};
 use crate::cli::OutputFormat;
 
 impl Renderer {
+    /// The baseline `squash` wrote, and what it means for the files it stands for.
+    pub(crate) fn squashed(&self, report: &SquashReport) {
+        match self.format {
+            OutputFormat::Json => return self.json(report),
+            OutputFormat::Ndjson => return self.ndjson_result(report),
+            OutputFormat::Human => {}
+        }
+        stdout_line(&format!(
+            "Wrote {}: the baseline of migrations {} ({} schema objects).",
+            report.file.display(),
+            dirthara::format_squashed_range(&report.squashes),
+            report.objects
+        ));
+        stdout_line(&format!(
+            "A new database runs it in one step instead of them, then the migrations after {}. \
+             A database that applied them goes on from its own history, so their files may now \
+             be archived (moved out of the migration directories; keep them in version control).",
+            report.version
+        ));
+        stdout_line(
+            "It holds no rows: data the migrations inserted (seed or reference rows) is not in \
+             it; put it in a migration after the baseline if new databases need it.",
+        );
+    }
+
     pub(crate) fn dump(&self, dump: &SchemaDump) {
         match self.format {
             OutputFormat::Json => self.json(dump),

@@ -15,7 +15,9 @@ impl Error {
             ErrorKind::TableLockTimeout { .. } => Code::TableLockTimeout,
             ErrorKind::Dirty { .. } => Code::DirtyMigration,
             ErrorKind::ChecksumMismatch { .. } => Code::ChecksumMismatch,
-            ErrorKind::MissingMigration { .. } => Code::MissingMigration,
+            ErrorKind::MissingMigration { .. } | ErrorKind::SquashedAway { .. } => {
+                Code::MissingMigration
+            }
             ErrorKind::Irreversible { .. } => Code::IrreversibleMigration,
             ErrorKind::UnknownVersion { .. } => Code::UnknownVersion,
             ErrorKind::InvalidMigration { .. } => Code::InvalidMigration,

@@ -23,6 +23,14 @@ use dirthara_source::files::Layout;
 ///
 /// `None` for a migration built in code from text, which has no file to name.
 pub(crate) fn reversal(migration: &Migration) -> Option<String> {
+    if migration.is_baseline() {
+        return Some(format!(
+            "It is the baseline `{}`, which built this database in one step: there is no \
+             migration below it to go back to. Build the database anew (`dirthara fresh` \
+             destroys its data)",
+            migration.origin
+        ));
+    }
     if migration.format == StepFormat::Rust {
         return Some("Add a `down` to the Rust migration".to_string());
     }

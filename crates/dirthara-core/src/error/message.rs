@@ -297,6 +297,14 @@ impl Error {
                 "migration {version} ({name}) is recorded as applied but its file is missing from the \
                  migration directories. Restore the file (check --dir and `directories`)"
             ),
+            ErrorKind::SquashedAway { versions, baseline } => write!(
+                f,
+                "migration(s) {} are not applied to this database and their files are gone: the \
+                 baseline `{baseline}` stands for them, but only a new database is built from a \
+                 baseline, and this one goes on from its own history; nothing was changed. Put \
+                 their files back (from version control) and run again",
+                crate::format::list_versions(versions)
+            ),
             ErrorKind::Irreversible { version, name } => {
                 write!(
                     f,

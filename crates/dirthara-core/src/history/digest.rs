@@ -25,8 +25,8 @@ pub struct HistoryDigest {
 impl HistoryDigest {
     /// The digest of a history that holds exactly `migrations`, every one applied with the
     /// checksum of its file: what a history with nothing left to apply looks like.
-    pub fn of_files(migrations: &[Migration]) -> Self {
-        let mut pairs: Vec<(i64, &str)> = (migrations.iter())
+    pub fn of_files<'a>(migrations: impl IntoIterator<Item = &'a Migration>) -> Self {
+        let mut pairs: Vec<(i64, &str)> = (migrations.into_iter())
             .map(|m| (m.version, m.checksum()))
             .collect();
         pairs.sort_unstable_by_key(|&(version, _)| version);

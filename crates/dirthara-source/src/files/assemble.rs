@@ -23,6 +23,7 @@ pub(super) fn assemble(
 ) -> Vec<Migration> {
     let (repeatables, parts): (Vec<Part>, Vec<Part>) =
         parts.into_iter().partition(|p| p.repeatable);
+    let (baselines, parts): (Vec<Part>, Vec<Part>) = parts.into_iter().partition(|p| p.baseline);
     let mut by_version: BTreeMap<i64, (Option<Part>, Option<Part>)> = BTreeMap::new();
     for part in parts {
         let slot = by_version.entry(part.version).or_default();
@@ -55,8 +56,45 @@ pub(super) fn assemble(
             migrations.push(migration);
         }
     }
+    migrations.extend(assemble_baselines(baselines, downs, findings));
     migrations.extend(assemble_repeatables(repeatables, downs, findings));
     migrations
+}
+
+/// The baseline migrations, in version order; one version twice clashes. Each names the
+/// versions it stands for, none above its own.
+fn assemble_baselines(
+    parts: Vec<Part>,
+    downs: DownSteps,
+    findings: &mut Findings,
+) -> Vec<Migration> {
+    let clash = |p: &Part| format!("two baseline migrations have version {}", p.version);
+    let by_version = unique_by(parts, |p| p.version, findings, clash, "keep one of them");
+    let mut baselines = Vec::new();
+    for (version, part) in by_version {
+        let path = part.path.clone();
+        let Some(migration) = build(version, part, None, downs, findings) else {
+            continue;
+        };
+        match &migration.squashes {
+            None => findings.problem(
+                &path,
+                "a baseline migration names the versions it stands for in its first lines \
+                 (`-- dirthara:squashes 1,2,3`, or `\"squashes\": [1, 2, 3]` in JSON); write it \
+                 with `dirthara squash --to <version>`",
+            ),
+            Some(squashed) if squashed.last().is_some_and(|v| *v > version) => findings.problem(
+                &path,
+                format!(
+                    "stands for version {} (`squashes`), above its own version {version}; a \
+                     baseline stands for migrations up to its version",
+                    squashed.last().unwrap_or(&version)
+                ),
+            ),
+            Some(_) => baselines.push(migration),
+        }
+    }
+    baselines
 }
 
 /// The repeatable migrations, in name order (the order they are applied in); one name in
@@ -66,23 +104,37 @@ fn assemble_repeatables(
     downs: DownSteps,
     findings: &mut Findings,
 ) -> Vec<Migration> {
-    let mut by_name: BTreeMap<String, Part> = BTreeMap::new();
+    let clash = |p: &Part| format!("two repeatable migrations are named `{}`", p.name);
+    let by_name = unique_by(parts, |p| p.name.clone(), findings, clash, "rename one of them");
+    (by_name.into_values())
+        .filter_map(|part| build(0, part, None, downs, findings))
+        .collect()
+}
+
+/// The parts by `key`, each key once: a second part with a key is reported (`clash` says
+/// what the two share, `fix` what to do) and left out.
+fn unique_by<K: Ord>(
+    parts: Vec<Part>,
+    key: impl Fn(&Part) -> K,
+    findings: &mut Findings,
+    clash: impl Fn(&Part) -> String,
+    fix: &str,
+) -> BTreeMap<K, Part> {
+    let mut by_key: BTreeMap<K, Part> = BTreeMap::new();
     for part in parts {
-        if let Some(existing) = by_name.get(&part.name) {
+        if let Some(existing) = by_key.get(&key(&part)) {
             let reason = format!(
-                "two repeatable migrations are named `{}`: `{}` and `{}`; rename one of them",
-                part.name,
+                "{}: `{}` and `{}`; {fix}",
+                clash(&part),
                 existing.path.display(),
                 part.path.display()
             );
             findings.problem(&part.path, reason);
             continue;
         }
-        by_name.insert(part.name.clone(), part);
+        by_key.insert(key(&part), part);
     }
-    (by_name.into_values())
-        .filter_map(|part| build(0, part, None, downs, findings))
-        .collect()
+    by_key
 }
 
 /// One migration from its up and optional down part, or `None` after reporting why not.
@@ -140,7 +192,17 @@ fn build(
         layout: up.layout,
         parsed: ParsedSteps::default(),
         repeatable: up.repeatable,
+        squashes: None,
     };
+    match (up.baseline, up_header.squashes.clone()) {
+        (true, squashes) => migration.squashes = squashes,
+        (false, Some(_)) => findings.problem(
+            &up.path,
+            "declares the versions it stands for (`squashes`), which only a baseline migration \
+             `B<version>__<name>.sql` written by `dirthara squash` does; remove the line",
+        ),
+        (false, None) => {}
+    }
     if let (Some(down), Some((down_text, down_header))) = (&down, down_text) {
         if down_header.connection.is_some() && down_header.connection != up_header.connection {
             findings.problem(
@@ -262,6 +324,7 @@ pub(crate) fn step_header(
                 placeholders: commands
                     .placeholders
                     .then_some(crate::placeholders::Scope::Everywhere),
+                squashes: commands.squashes,
             })
         }
     }

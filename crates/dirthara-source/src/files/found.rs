@@ -36,6 +36,8 @@ pub(crate) struct Part {
     pub envsub: Vec<std::ops::Range<usize>>,
     /// A repeatable migration (`R__<name>.sql`, `.json`): `version` is 0 and means nothing.
     pub repeatable: bool,
+    /// A baseline migration (`B<V>__<name>.sql`, `.json`), which `dirthara squash` writes.
+    pub baseline: bool,
 }
 
 /// What one loading run found wrong, and what it skipped.

@@ -67,7 +67,8 @@ pub(super) fn scan_directory(
     findings: &mut Findings,
 ) -> Result<Vec<Part>> {
     let mut found: Vec<(PathBuf, Entry)> = Vec::new();
-    // Repeatable migrations belong to no layout: they take the directory's once it is known.
+    // Repeatable and baseline migrations belong to no layout: they take the directory's once
+    // it is known.
     let mut repeatables: Vec<Part> = Vec::new();
     for (path, kind) in entries(dir)? {
         let Some(file_name) = path.file_name().and_then(|n| n.to_str()) else {
@@ -120,6 +121,13 @@ pub(super) fn scan_directory(
         if file_name.starts_with("R__") {
             repeatables.extend(layout::repeatable(&path, file_name, findings));
             continue;
+        }
+        if let Some(baseline) = layout::baseline(&path, file_name, findings) {
+            repeatables.push(baseline);
+            continue;
+        }
+        if file_name.starts_with('B') && file_name[1..].starts_with(|c: char| c.is_ascii_digit()) {
+            continue; // a malformed baseline name, reported
         }
         let entry = if is_flyway_name(file_name) {
             layout::flyway(&path, file_name, findings)

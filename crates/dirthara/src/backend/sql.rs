@@ -313,6 +313,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         self.dump_objects().await
     }
 
+    async fn baseline_facts(&mut self) -> Result<crate::schema::BaselineFacts> {
+        SqlBackend::baseline_facts(self).await
+    }
+
     fn keeps_snapshots(&self) -> bool {
         true
     }

@@ -1,5 +1,5 @@
 //! The locked commands, each one body run by [`Migrator::locked_on`] (through `locked`, which
-//! loads the migrations first, or `locked_without_files`, for `drift`): validate the
+//! loads the migrations first, as `squash` does too, or `locked_without_files`, for `drift`): validate the
 //! configuration once, open a [`Session`] (connect, then lock), run the body, and let the
 //! session release everything whatever happened. A command that went well and changed the
 //! schema leaves a snapshot of it for `drift`, under the same lock.
@@ -17,7 +17,7 @@ use crate::vocabulary::Operation;
 impl Migrator {
     /// A locked command that reads the migrations: load and connect, then [`Self::locked_on`].
     /// With `runs_steps`, every connection a migration names must have a URL too.
-    async fn locked<T>(
+    pub(super) async fn locked<T>(
         &self,
         operation: &str,
         downs: DownSteps,

@@ -68,7 +68,11 @@ impl Migrator {
                      add it with `Migrator::with_rust_migration`",
                 ));
             }
-            let clash = |m: &&Migration| !m.repeatable && m.version == extra.version;
+            let clash = |m: &&Migration| {
+                !m.repeatable
+                    && m.is_baseline() == extra.is_baseline()
+                    && m.version == extra.version
+            };
             if let Some(existing) = migrations.iter().find(clash) {
                 return Err(Error::invalid(
                     PathBuf::from(&extra.origin),
@@ -87,8 +91,9 @@ impl Migrator {
                 directories: self.config.directories.clone(),
             }));
         }
-        // Repeatable migrations after every versioned one, in name order (a stable sort).
-        migrations.sort_by_key(|m| (m.repeatable, m.version));
+        // Baselines after every versioned migration, repeatable ones after them, in name order
+        // (a stable sort).
+        migrations.sort_by_key(|m| (m.repeatable, m.is_baseline(), m.version));
         let kinds: BTreeMap<&str, BackendKind> = connections.known().collect();
         self.check_formats(&migrations, &kinds)?;
         self.read_as_their_database_would(&mut migrations, &kinds)?;
@@ -109,6 +114,13 @@ impl Migrator {
         let history = self.config.history_connection.as_str();
         for migration in migrations.iter_mut() {
             problems.extend(check_table_lock_timeouts(migration));
+            if migration.is_baseline() && migration.connection != history {
+                problems.push(crate::error::Problem::new(
+                    PathBuf::from(&migration.origin),
+                    "a baseline migration runs on the history connection, where `dirthara \
+                     squash` read its schema; remove its `-- dirthara:connection` line",
+                ));
+            }
             if migration.repeatable && migration.connection != history {
                 problems.push(crate::error::Problem::new(
                     PathBuf::from(&migration.origin),

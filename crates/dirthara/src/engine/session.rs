@@ -11,7 +11,7 @@ use crate::events::EventKind;
 use crate::history::{runner_identity, HistoryChange, HistoryDigest};
 use crate::lock::LOCK_NAME;
 use crate::lock::{self, resolve_strategy, Carrier, HeldLock, LockCheck, Released, Waiting};
-use crate::migration::{split_repeatables, Direction, Migration, StepFormat};
+use crate::migration::{split_baselines, split_repeatables, Direction, Migration, StepFormat};
 use crate::plan::{self, Command, Plan, Recording, Resolution};
 use crate::report::{RunReport, StepReport};
 use crate::vocabulary::LockStrategy;
@@ -156,7 +156,7 @@ impl<'m> Session<'m> {
         let applied = match command {
             // Most runs find nothing to do: the history's digest says so without its records.
             Command::Migrate => {
-                let expected = HistoryDigest::of_files(available);
+                let expected = HistoryDigest::of_files(up_to_date(available));
                 match self.history.prepare_history_expecting(&expected).await? {
                     Prepared::AsExpected => {
                         self.migrator.events.emit(EventKind::Planned {
@@ -358,7 +358,8 @@ impl<'m> Session<'m> {
         version: i64,
         report: &mut RunReport,
     ) -> Result<()> {
-        let (available, _) = split_repeatables(available);
+        // A history made by hand records the files, never a baseline.
+        let (available, _) = split_baselines(split_repeatables(available).0);
         let applied = self.history.prepare_history().await?;
         let (batch, records) = plan::plan_baseline(available, &applied, version, &self.applied_by)?;
         self.write_records(&records).await?;
@@ -377,8 +378,18 @@ impl<'m> Session<'m> {
         resolution: Resolution,
         report: &mut RunReport,
     ) -> Result<()> {
-        let (available, _) = split_repeatables(available);
+        let (versioned, _) = split_repeatables(available);
         let applied = self.history.read_history().await?.unwrap_or_default();
+        if let Some(baseline) = plan::followed(versioned, &applied, None).baseline {
+            if version <= baseline.version {
+                return Err(Error::config(format!(
+                    "migration {version} is in the baseline `{}` this database was built from: \
+                     there is no record of its own to resolve",
+                    baseline.origin
+                )));
+            }
+        }
+        let (available, _) = split_baselines(versioned);
         let Some(record) = plan::plan_resolution(available, &applied, version, resolution)? else {
             return Ok(()); // Nothing to accept: the file matches what was applied.
         };
@@ -405,7 +416,8 @@ impl<'m> Session<'m> {
         // Both histories are read under the lock, so no runner records in between.
         let connection = self.migrator.config.history_connection.as_str();
         let foreign = crate::adopt::read(self.history.as_mut(), connection, source).await?;
-        let (available, repeatables) = split_repeatables(available);
+        let (versioned, repeatables) = split_repeatables(available);
+        let (available, _) = split_baselines(versioned);
         let applied = self.history.read_history().await?.unwrap_or_default();
         let planned = plan::plan_adoption(available, &applied, &foreign)?;
         let adopted = crate::adopt::repeatables(repeatables, &foreign);
@@ -468,5 +480,18 @@ impl<'m> Session<'m> {
             (Ok(_), Err(failure)) => Err(failure.into_error(connection)),
             (Err(error), Err(failure)) => Err(error.with_secondary(failure.into_error(connection))),
         }
+    }
+}
+
+/// What the history of an up-to-date database holds: its files' records, or, once their
+/// files are archived after `squash`, a baseline's and the files' after it (a database built
+/// from the baseline while the files are still on disk is found up to date by its records).
+fn up_to_date(available: &[Migration]) -> Vec<&Migration> {
+    let (files, _) = split_baselines(available);
+    match plan::followed(available, &[], None).baseline {
+        Some(baseline) if !files.iter().any(|m| m.version <= baseline.version) => {
+            plan::followed(available, &[], None).migrations
+        }
+        _ => files.iter().collect(),
     }
 }

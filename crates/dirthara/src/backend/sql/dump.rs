@@ -11,7 +11,7 @@ use super::{SqlBackend, SqlDialect, SqlDriver, SqlSyntax};
 use crate::error::{Error, Result};
 use crate::history::repeatables_table;
 use crate::lock::lease_table;
-use crate::schema::{snapshot_table, SchemaObject};
+use crate::schema::{snapshot_table, BaselineFacts, SchemaObject};
 
 use super::dialect::meta_table;
 
@@ -42,6 +42,40 @@ impl<D: SqlDriver> SqlBackend<D> {
             })
             .map(|(object, _)| object)
             .collect())
+    }
+
+    /// What `squash` needs beyond the dump (see [`BaselineFacts`]): on PostgreSQL, the
+    /// dependencies the catalog records, and the schema name its definitions carry.
+    pub(super) async fn baseline_facts(&mut self) -> Result<BaselineFacts> {
+        if self.driver.dialect() != SqlDialect::Postgres {
+            return Ok(BaselineFacts::default());
+        }
+        let schema = match self.driver.schema() {
+            Some(schema) => schema.to_string(),
+            None => (self
+                .rows("SELECT current_schema()")
+                .await?
+                .into_iter()
+                .next())
+            .and_then(|row| row.into_iter().next().flatten())
+            .unwrap_or_default(),
+        };
+        let literal = SqlDialect::Postgres.literal(&schema);
+        let depends = (self
+            .rows(&postgres::dependencies_sql(&literal))
+            .await?
+            .into_iter())
+        .filter_map(|row| match <[_; 4]>::try_from(row) {
+            Ok([Some(kind), Some(key), Some(on_kind), Some(on_key)]) => {
+                Some(((kind, key), (on_kind, on_key)))
+            }
+            _ => None,
+        })
+        .collect();
+        Ok(BaselineFacts {
+            depends,
+            schema: Some(schema),
+        })
     }
 
     async fn rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {

@@ -33,8 +33,16 @@ pub(super) fn judge(
     records: &[AppliedMigration],
     strict: bool,
 ) -> Result<Look> {
+    // A version a baseline stands for is known, though its file may be archived; and a
+    // database built from a baseline has every migration up to it.
+    let squashed = crate::plan::squashed_versions(available);
+    let built_to = (crate::plan::followed(available, records, None).baseline)
+        .filter(|_| !records.is_empty())
+        .map_or(i64::MIN, |b| b.version);
     let mut newer: Vec<&AppliedMigration> = (records.iter())
-        .filter(|r| !available.iter().any(|m| m.version == r.version))
+        .filter(|r| {
+            !squashed.contains(&r.version) && !available.iter().any(|m| m.version == r.version)
+        })
         .collect();
     newer.sort_by_key(|r| r.version);
     if let (true, Some(first)) = (strict, newer.first()) {
@@ -45,7 +53,9 @@ pub(super) fn judge(
     }
     let applied = (wanted.iter())
         .filter(|m| {
-            (records.iter()).any(|r| r.version == m.version && r.state == RecordState::Applied)
+            m.version <= built_to
+                || (records.iter())
+                    .any(|r| r.version == m.version && r.state == RecordState::Applied)
         })
         .count();
     if applied == wanted.len() {
@@ -99,6 +109,34 @@ mod tests {
     fn ready(newer: &[i64]) -> Look {
         Look::Ready {
             newer: newer.iter().map(|&v| (v, format!("m{v}"))).collect(),
+        }
+    }
+
+    /// After `squash`: the files 1–3 (or only 3, the others archived) and the baseline at 2.
+    #[test]
+    fn a_database_built_from_a_baseline_or_with_its_files_archived_is_ready() {
+        let baseline = Migration::new(2, "squash", "y").as_baseline(vec![1, 2]);
+        let mut with_files = files();
+        with_files.push(baseline.clone());
+        let archived = vec![Migration::new(3, "m3", "x"), baseline.clone()];
+        for available in [&with_files, &archived] {
+            let all: Vec<&Migration> = available.iter().collect();
+            // Built from the baseline: its record at 2 has the baseline's checksum.
+            let mut built = vec![
+                record(2, RecordState::Applied),
+                record(3, RecordState::Applied),
+            ];
+            built[0].checksum = baseline.checksum().to_string();
+            assert_eq!(judge(available, &all, &built, true).unwrap(), ready(&[]));
+            // Built from the originals: their records need no file, and are not newer.
+            assert_eq!(
+                judge(available, &all, &applied(&[1, 2, 3]), true).unwrap(),
+                ready(&[])
+            );
+            assert!(matches!(
+                judge(available, &all, &built[..1], false),
+                Ok(Look::NotYet { .. })
+            ));
         }
     }
 

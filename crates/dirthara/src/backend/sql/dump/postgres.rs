@@ -151,3 +151,61 @@ const POLICIES: &str = "SELECT 'policy', c.relname || '.' || p.polname, \
 const EXTENSIONS: &str = "SELECT 'extension', e.extname::text, \
     'CREATE EXTENSION ' || quote_ident(e.extname), NULL \
     FROM pg_extension e WHERE e.extnamespace = (SELECT oid FROM ns)";
+
+/// What `squash` orders the objects by: each dependency the catalog records between two of
+/// the schema's objects (`pg_depend`'s normal and automatic ones, but a sequence's on the
+/// column that owns it, which comes last; and a partition's on its parent), named as the dump
+/// names them: (kind, key) of the dependent, then of the dependency. A view's dependencies
+/// are its rewrite rule's, a column default's its table's, a relation's row type is the
+/// relation, a constraint's index is the constraint.
+pub(super) fn dependencies_sql(schema: &str) -> String {
+    format!(
+        "WITH ns AS (SELECT oid FROM pg_namespace WHERE nspname = {schema}), \
+         rel AS MATERIALIZED (SELECT c.oid, c.relname::text AS name, CASE c.relkind \
+           WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized_view' WHEN 'S' THEN 'sequence' \
+           ELSE 'table' END AS kind FROM pg_class c WHERE c.relnamespace = (SELECT oid FROM ns) \
+           AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')), \
+         obj AS MATERIALIZED ( \
+           SELECT 'pg_class'::regclass::oid AS classid, oid AS objid, kind, name AS key FROM rel \
+           UNION ALL SELECT 'pg_type'::regclass, t.oid, r.kind, r.name FROM rel r \
+             JOIN pg_type t ON t.typrelid = r.oid \
+           UNION ALL SELECT 'pg_rewrite'::regclass, w.oid, r.kind, r.name FROM rel r \
+             JOIN pg_rewrite w ON w.ev_class = r.oid \
+           UNION ALL SELECT 'pg_attrdef'::regclass, d.oid, r.kind, r.name FROM rel r \
+             JOIN pg_attrdef d ON d.adrelid = r.oid \
+           UNION ALL SELECT 'pg_constraint'::regclass, con.oid, CASE WHEN con.contype = 'f' \
+             THEN 'foreign_key' ELSE 'constraint' END, r.name || '.' || con.conname FROM rel r \
+             JOIN pg_constraint con ON con.conrelid = r.oid \
+           UNION ALL SELECT 'pg_class'::regclass, i.oid, CASE WHEN con.oid IS NULL THEN 'index' \
+             ELSE 'constraint' END, r.name || '.' || coalesce(con.conname, i.relname) \
+             FROM rel r JOIN pg_index x ON x.indrelid = r.oid JOIN pg_class i ON i.oid = x.indexrelid \
+             LEFT JOIN pg_constraint con ON con.conindid = i.oid AND con.conrelid = r.oid \
+               AND con.contype IN ('p', 'u', 'x') \
+           UNION ALL SELECT 'pg_trigger'::regclass, t.oid, 'trigger', r.name || '.' || t.tgname \
+             FROM rel r JOIN pg_trigger t ON t.tgrelid = r.oid \
+           UNION ALL SELECT 'pg_policy'::regclass, p.oid, 'policy', r.name || '.' || p.polname \
+             FROM rel r JOIN pg_policy p ON p.polrelid = r.oid \
+           UNION ALL SELECT 'pg_proc'::regclass, p.oid, CASE p.prokind WHEN 'p' THEN 'procedure' \
+             ELSE 'function' END, p.proname || '(' || pg_get_function_identity_arguments(p.oid) \
+             || ')' FROM pg_proc p WHERE p.pronamespace = (SELECT oid FROM ns) \
+           UNION ALL SELECT 'pg_type'::regclass, t.oid, CASE t.typtype WHEN 'e' THEN 'type' \
+             ELSE 'domain' END, t.typname::text FROM pg_type t \
+             WHERE t.typnamespace = (SELECT oid FROM ns) AND t.typtype IN ('e', 'd') \
+           UNION ALL SELECT 'pg_type'::regclass, a.oid, CASE t.typtype WHEN 'e' THEN 'type' \
+             ELSE 'domain' END, t.typname::text FROM pg_type t JOIN pg_type a ON a.oid = t.typarray \
+             WHERE t.typnamespace = (SELECT oid FROM ns) AND t.typtype IN ('e', 'd') \
+           UNION ALL SELECT 'pg_constraint'::regclass, con.oid, 'domain', t.typname::text \
+             FROM pg_type t JOIN pg_constraint con ON con.contypid = t.oid \
+             WHERE t.typnamespace = (SELECT oid FROM ns) \
+           UNION ALL SELECT 'pg_extension'::regclass, e.oid, 'extension', e.extname::text \
+             FROM pg_extension e WHERE e.extnamespace = (SELECT oid FROM ns)) \
+         SELECT DISTINCT a.kind, a.key, b.kind, b.key FROM pg_depend d \
+           JOIN obj a ON a.classid = d.classid AND a.objid = d.objid \
+           JOIN obj b ON b.classid = d.refclassid AND b.objid = d.refobjid \
+           WHERE (d.deptype = 'n' OR (d.deptype = 'a' AND a.kind <> 'sequence')) \
+           AND (a.kind, a.key) <> (b.kind, b.key) \
+         UNION SELECT 'table', c.relname::text, 'table', p.relname::text FROM pg_inherits i \
+           JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_class p ON p.oid = i.inhparent \
+           WHERE c.relnamespace = (SELECT oid FROM ns)"
+    )
+}

@@ -1,0 +1,1 @@
+CREATE TABLE tags (id INTEGER PRIMARY KEY, note_id INTEGER REFERENCES notes (id));
