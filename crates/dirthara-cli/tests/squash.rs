@@ -7,8 +7,13 @@
 //!   from all the files, with the originals beside the baseline or archived;
 //! - a database that applied the originals goes on from its own history, their files
 //!   archived or not, and `status` shows them squashed;
+//! - a file merged after the squash with an older version runs on both kinds of database;
+//! - an edited baseline is refused by its checksum, never taken for the originals;
 //! - a database at a version inside the baseline whose files were archived is refused;
-//! - squash is refused on a database not at V, and going below the baseline is refused.
+//! - squash is refused on a database not at V, over its file, and over a migration on
+//!   another connection; going below the baseline is refused;
+//! - a baseline that failed half-way (MySQL, MongoDB: no transactional DDL) is resolved like
+//!   any migration.
 
 mod support;
 
@@ -25,14 +30,22 @@ crate::scenario_tests! {
     ],
     mariadb => Database::Server(Server::Mysql) => [
         a_new_database_built_from_the_baseline_has_the_schema_of_all_the_files,
+        a_baseline_that_failed_half_way_is_resolved_like_any_migration,
     ],
     sqlite => Database::Sqlite => [
         a_new_database_built_from_the_baseline_has_the_schema_of_all_the_files,
     ],
     mongodb => Database::Server(Server::Mongo) => [
         a_new_database_built_from_the_baseline_has_the_schema_of_all_the_files,
+        a_baseline_that_failed_half_way_is_resolved_like_any_migration,
     ],
 }
+
+/// The versions of the migrations up to the baseline, of the one after it, and of one merged
+/// from a branch after the squash, older than the baseline.
+const VERSIONS: [i64; 4] = [10, 20, 30, 40];
+const AFTER: i64 = 50;
+const LATE: i64 = 35;
 
 fn ok(out: &Output, what: &str) -> String {
     let (stdout, stderr) = text(out);
@@ -50,7 +63,7 @@ fn fails_with(out: &Output, code: &str, what: &str) -> String {
     stderr
 }
 
-/// The migrations up to the baseline (1–4) and the one after it (5), for `server`
+/// The migrations up to the baseline (10–40) and the one after it (50), for `server`
 /// (`None`: SQLite).
 fn migrations(server: Option<Server>) -> (Vec<&'static str>, &'static str) {
     match server {
@@ -72,6 +85,7 @@ fn migrations(server: Option<Server>) -> (Vec<&'static str>, &'static str) {
                 // A partition named before its parent, a column added, and a seed row.
                 "CREATE TABLE events (at date NOT NULL) PARTITION BY RANGE (at);\n\
                  CREATE TABLE a_events_2024 PARTITION OF events FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');\n\
+                 CREATE INDEX events_at ON events (at);\n\
                  ALTER TABLE users ADD COLUMN name text;\n\
                  INSERT INTO users (email) VALUES ('Seed@example.com');",
             ],
@@ -126,6 +140,14 @@ fn migrations(server: Option<Server>) -> (Vec<&'static str>, &'static str) {
     }
 }
 
+/// The migration merged after the squash, older than the baseline.
+fn late(server: Option<Server>) -> &'static str {
+    match server {
+        Some(Server::Mongo) => r#"[{"create": "late_tags"}]"#,
+        _ => "CREATE TABLE late_tags (id INT PRIMARY KEY);",
+    }
+}
+
 fn extension(server: Option<Server>) -> &'static str {
     match server {
         Some(Server::Mongo) => "json",
@@ -151,91 +173,141 @@ async fn a_new_database_built_from_the_baseline_has_the_schema_of_all_the_files(
     let ext = extension(server);
     let (originals, after) = migrations(server);
     let dir = scratch_dir();
-    for (i, up) in originals.iter().enumerate() {
-        let file = dir.path().join(format!("{}_m{}.up.{ext}", i + 1, i + 1));
-        std::fs::write(file, up).unwrap();
+    for (v, up) in VERSIONS.iter().zip(&originals) {
+        std::fs::write(dir.path().join(format!("{v}_m{v}.up.{ext}")), up).unwrap();
     }
 
     // The database squashed from is built in two runs.
-    ok(&old.run_cli(dir.path(), &["to", "2"]), "to 2");
+    ok(&old.run_cli(dir.path(), &["to", "20"]), "to 20");
     ok(&old.run_cli(dir.path(), &["migrate"]), "migrate");
-    // Not at version 3: `to 3` would still reverse 4.
+    // Not at version 30: 40 is applied after it.
     let stderr = fails_with(
-        &old.run_cli(dir.path(), &["squash", "--to", "3"]),
+        &old.run_cli(dir.path(), &["squash", "--to", "30"]),
         "CONFIG_ERROR",
         "squash at the wrong version",
     );
-    assert!(stderr.contains("not at version 3"), "{stderr}");
-    assert!(!dir.path().join(format!("B3__squash.{ext}")).exists());
+    assert!(
+        stderr.contains("not at version 30 (40 m40 is applied)"),
+        "{stderr}"
+    );
+    assert!(!dir.path().join(format!("B30__squash.{ext}")).exists());
 
-    let wrote = ok(&old.run_cli(dir.path(), &["squash", "--to", "4"]), "squash");
-    assert!(wrote.contains("1–4, 4 migrations"), "{wrote}");
+    let wrote = ok(
+        &old.run_cli(dir.path(), &["squash", "--to", "40"]),
+        "squash",
+    );
+    assert!(wrote.contains("10–40, 4 migrations"), "{wrote}");
     assert!(wrote.contains("It holds no rows"), "{wrote}");
-    let baseline = dir.path().join(format!("B4__squash.{ext}"));
+    let baseline = dir.path().join(format!("B40__squash.{ext}"));
     let text = std::fs::read_to_string(&baseline).unwrap();
     match server {
         Some(Server::Mongo) => assert!(text.contains(r#""squashes": ["#), "{text}"),
-        _ => assert!(text.starts_with("-- dirthara:squashes 1,2,3,4\n"), "{text}"),
+        _ => assert!(
+            text.starts_with("-- dirthara:squashes 10,20,30,40\n"),
+            "{text}"
+        ),
     }
     // Written again over itself: refused, the file kept.
     fails_with(
-        &old.run_cli(dir.path(), &["squash", "--to", "4"]),
+        &old.run_cli(dir.path(), &["squash", "--to", "40"]),
         "CONFIG_ERROR",
         "squash twice",
     );
     assert_eq!(std::fs::read_to_string(&baseline).unwrap(), text);
 
-    std::fs::write(dir.path().join(format!("5_m5.up.{ext}")), after).unwrap();
+    // Then a migration after the baseline, and one merged from a branch, older than it.
+    std::fs::write(dir.path().join(format!("{AFTER}_m{AFTER}.up.{ext}")), after).unwrap();
     let down = match server {
         Some(Server::Mongo) => r#"[{"drop": "notes"}]"#,
         _ => "DROP TABLE notes;",
     };
-    std::fs::write(dir.path().join(format!("5_m5.down.{ext}")), down).unwrap();
+    std::fs::write(
+        dir.path().join(format!("{AFTER}_m{AFTER}.down.{ext}")),
+        down,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join(format!("{LATE}_late.up.{ext}")),
+        late(server),
+    )
+    .unwrap();
     // The database that applied the originals goes on from its own history.
     let out = ok(
         &old.run_cli(dir.path(), &["migrate"]),
         "migrate the old database",
     );
-    assert!(out.contains("Applied 1 in batch"), "{out}");
+    assert!(out.contains("Applied 2 in batch"), "{out}");
     let expected = schema_of(&old, dir.path());
 
-    // A new database: the baseline, then 5; the originals are never pending.
+    // A new database: the baseline, then the late file and 50; the originals are never
+    // pending.
     let new = Place::new(database).await.unwrap();
     let status = ok(
         &new.run_cli(dir.path(), &["status"]),
         "status of a new database",
     );
-    assert!(status.contains("baseline of 1–4, 4 migrations"), "{status}");
-    assert!(!status.contains("m1"), "{status}");
+    assert!(
+        status.contains("baseline of 10–40, 4 migrations"),
+        "{status}"
+    );
+    assert!(!status.contains("m10"), "{status}");
     let out = ok(
         &new.run_cli(dir.path(), &["migrate"]),
         "migrate a new database",
     );
-    assert!(out.contains("Applied 2 in batch"), "{out}");
+    assert!(out.contains("Applied 3 in batch"), "{out}");
+    let order: Vec<&str> = out.lines().filter(|l| l.starts_with("applied ")).collect();
+    assert!(
+        order[0].contains("40 squash") && order[1].contains("35 late"),
+        "{out}"
+    );
     assert_eq!(schema_of(&new, dir.path()), expected);
+    if let Some(db) = new.db().filter(|db| db.server == Server::Postgres) {
+        // The partitioned table's index reaches its partition, as on the old database (a
+        // dump lists the parent's index alone).
+        let sql =
+            "SELECT indexrelid::regclass::text FROM pg_index JOIN pg_class c ON c.oid = indrelid \
+                   WHERE c.relname = 'a_events_2024' AND indisvalid";
+        assert_eq!(db.strings(sql).await.len(), 1, "{sql}");
+    }
     let dump = ok(&new.run_cli(dir.path(), &["dump"]), "dump");
     assert!(
-        dump.ends_with("-- applied versions\n-- 4 squash\n-- 5 m5\n"),
+        dump.ends_with("-- applied versions\n-- 35 late\n-- 40 squash\n-- 50 m50\n"),
         "{dump}"
     );
     let out = ok(&new.run_cli(dir.path(), &["migrate"]), "migrate again");
     assert!(out.contains("Nothing to migrate"), "{out}");
     // Nothing below the baseline to go back to.
     let stderr = fails_with(
-        &new.run_cli(dir.path(), &["to", "3"]),
+        &new.run_cli(dir.path(), &["to", "30"]),
         "IRREVERSIBLE_MIGRATION",
         "below the baseline",
     );
-    assert!(stderr.contains("B4__squash"), "{stderr}");
+    assert!(stderr.contains("B40__squash"), "{stderr}");
+    // An edited baseline is refused by its checksum; the originals are not run again.
+    let edited = match server {
+        Some(Server::Mongo) => {
+            text.replacen("\"commands\": [", "\"commands\": [{\"create\": \"x\"}, ", 1)
+        }
+        _ => format!("{text}\nCREATE TABLE x (id INT);\n"),
+    };
+    std::fs::write(&baseline, &edited).unwrap();
+    let stderr = fails_with(
+        &new.run_cli(dir.path(), &["migrate"]),
+        "CHECKSUM_MISMATCH",
+        "an edited baseline",
+    );
+    assert!(stderr.contains("B40__squash"), "{stderr}");
+    std::fs::write(&baseline, &text).unwrap();
 
     // The originals archived: a new database is built the same, and the old one goes on.
     let archived = scratch_dir();
-    for file in [
-        format!("B4__squash.{ext}"),
-        format!("5_m5.up.{ext}"),
-        format!("5_m5.down.{ext}"),
-    ] {
-        std::fs::copy(dir.path().join(&file), archived.path().join(&file)).unwrap();
+    for file in std::fs::read_dir(dir.path()).unwrap() {
+        let name = file.unwrap().file_name().into_string().unwrap();
+        let original = VERSIONS.iter().any(|v| name.starts_with(&format!("{v}_")));
+        if !original {
+            std::fs::copy(dir.path().join(&name), archived.path().join(&name)).unwrap();
+        }
     }
     let newer = Place::new(database).await.unwrap();
     ok(
@@ -254,19 +326,112 @@ async fn a_new_database_built_from_the_baseline_has_the_schema_of_all_the_files(
     );
     assert_eq!(status.matches("squashed").count(), 4, "{status}");
 
-    // A database at version 2 whose files 3 and 4 were archived: refused, nothing run.
+    // A database at version 20 whose files 30 and 40 were archived: refused, nothing run.
     let behind = Place::new(database).await.unwrap();
-    ok(&behind.run_cli(dir.path(), &["to", "2"]), "to 2");
+    ok(&behind.run_cli(dir.path(), &["to", "20"]), "to 20");
     let stderr = fails_with(
         &behind.run_cli(archived.path(), &["migrate"]),
         "MISSING_MIGRATION",
         "a database inside the baseline",
     );
-    assert!(stderr.contains("3, 4"), "{stderr}");
+    assert!(stderr.contains("30, 40"), "{stderr}");
     let out = ok(
         &behind.run_cli(dir.path(), &["migrate"]),
         "with the files back",
     );
-    assert!(out.contains("Applied 3 in batch"), "{out}");
+    assert!(out.contains("Applied 4 in batch"), "{out}");
     assert_eq!(schema_of(&behind, dir.path()), expected);
+}
+
+/// On a database without transactional DDL a baseline that fails leaves a `running` record,
+/// resolved as any migration's: `resolve V --rolled-back`, then run again.
+async fn a_baseline_that_failed_half_way_is_resolved_like_any_migration(database: Database) {
+    let Some(place) = Place::new(database).await else {
+        return;
+    };
+    let mongo = place.db().is_some_and(|db| db.server == Server::Mongo);
+    let dir = scratch_dir();
+    let (file, broken, fixed) = match mongo {
+        true => (
+            "B2__squash.json",
+            r#"{"squashes": [1, 2], "commands": [{"create": "a"}, {"noSuchCommand": 1}]}"#,
+            r#"{"squashes": [1, 2], "commands": [{"create": "b"}]}"#,
+        ),
+        false => (
+            "B2__squash.sql",
+            "-- dirthara:squashes 1,2\nCREATE TABLE a (id INT);\nCREATE TABLE a (id INT);\n",
+            "-- dirthara:squashes 1,2\nCREATE TABLE b (id INT);\n",
+        ),
+    };
+    std::fs::write(dir.path().join(file), broken).unwrap();
+    fails_with(
+        &place.run_cli(dir.path(), &["migrate"]),
+        "MIGRATION_FAILED",
+        "the baseline",
+    );
+    let stderr = fails_with(
+        &place.run_cli(dir.path(), &["migrate"]),
+        "DIRTY_MIGRATION",
+        "dirty",
+    );
+    assert!(stderr.contains("resolve 2"), "{stderr}");
+    let status = ok(&place.run_cli(dir.path(), &["status"]), "status");
+    assert!(
+        status.contains("dirty (baseline of 1–2, 2 migrations)"),
+        "{status}"
+    );
+    ok(
+        &place.run_cli(dir.path(), &["resolve", "2", "--rolled-back"]),
+        "resolve",
+    );
+    // What it made by hand is cleared by hand, as for any migration.
+    match place.db() {
+        Some(db) if mongo => db
+            .mongo()
+            .await
+            .collection::<::mongodb::bson::Document>("a")
+            .drop()
+            .await
+            .unwrap(),
+        _ => place.execute("DROP TABLE a").await,
+    }
+    std::fs::write(dir.path().join(file), fixed).unwrap();
+    let out = ok(&place.run_cli(dir.path(), &["migrate"]), "migrate again");
+    assert!(out.contains("Applied 1 in batch"), "{out}");
+    // `resolve` of a version inside the baseline is refused: it has no record of its own.
+    let stderr = fails_with(
+        &place.run_cli(dir.path(), &["resolve", "1", "--accept-checksum"]),
+        "CONFIG_ERROR",
+        "resolve inside the baseline",
+    );
+    assert!(stderr.contains("in the baseline"), "{stderr}");
+}
+
+/// A migration up to V on another connection: its database is not in the baseline, so
+/// squash is refused and writes nothing.
+#[tokio::test]
+async fn squash_is_refused_over_a_migration_on_another_connection() {
+    let dir = scratch_dir();
+    let home = format!("sqlite:{}", dir.path().join("home.db").display());
+    let other = format!("sqlite:{}", dir.path().join("other.db").display());
+    let migrations = dir.path().join("m");
+    std::fs::create_dir(&migrations).unwrap();
+    std::fs::write(migrations.join("1_a.up.sql"), "CREATE TABLE a (id INT);").unwrap();
+    let elsewhere = "-- dirthara:connection other\nCREATE TABLE b (id INT);";
+    std::fs::write(migrations.join("2_b.up.sql"), elsewhere).unwrap();
+    let config = dir.path().join("dirthara.toml");
+    let connections = format!("[connections]\ndefault = \"{home}\"\nother = \"{other}\"\n");
+    std::fs::write(&config, connections).unwrap();
+    let run = |args: &[&str]| {
+        let mut cmd = support::dirthara_command();
+        cmd.arg("--config")
+            .arg(&config)
+            .arg("--dir")
+            .arg(&migrations);
+        cmd.arg("--no-lock").args(args).output().unwrap()
+    };
+    ok(&run(&["migrate"]), "migrate");
+    let stderr = fails_with(&run(&["squash", "--to", "2"]), "CONFIG_ERROR", "squash");
+    assert!(stderr.contains("runs on connection `other`"), "{stderr}");
+    assert!(!migrations.join("B2__squash.sql").exists());
 }

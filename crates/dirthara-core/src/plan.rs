@@ -337,7 +337,8 @@ fn pending<'a>(
         .filter(|m| !applied.contains(&m.version))
         .filter(|m| through.is_none_or(|t| m.version <= t))
         .collect();
-    pending.sort_by_key(|m| m.version);
+    // A baseline first: a file it does not stand for may be older, and runs after it.
+    pending.sort_by_key(|m| (!m.is_baseline(), m.version));
     pending
 }
 

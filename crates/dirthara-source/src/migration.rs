@@ -145,7 +145,12 @@ pub fn split_repeatables(all: &[Migration]) -> (&[Migration], &[Migration]) {
 /// The versioned migrations of a list without repeatables, and its baselines (kept after
 /// them, in version order).
 pub fn split_baselines(versioned: &[Migration]) -> (&[Migration], &[Migration]) {
-    versioned.split_at(versioned.partition_point(|m| !m.is_baseline()))
+    let (files, baselines) = versioned.split_at(versioned.partition_point(|m| !m.is_baseline()));
+    debug_assert!(
+        baselines.iter().all(Migration::is_baseline),
+        "baselines are kept after every versioned migration"
+    );
+    (files, baselines)
 }
 
 /// Whether a loading run reads the down steps.

@@ -143,9 +143,15 @@ fn existing_versions(layout: Layout, names: &[&str]) -> Vec<(i64, String)> {
     names
         .iter()
         .filter_map(|&name| {
-            let name = match layout {
-                Layout::Flyway => name.strip_prefix(['V', 'U'])?,
-                _ => name,
+            // A baseline `B<V>__` counts in every layout: the next migration comes after it,
+            // whose originals may be archived.
+            let baseline = name
+                .strip_prefix('B')
+                .filter(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+            let name = match (baseline, layout) {
+                (Some(rest), _) => rest,
+                (None, Layout::Flyway) => name.strip_prefix(['V', 'U'])?,
+                (None, _) => name,
             };
             let digits: String = name
                 .chars()
@@ -333,6 +339,13 @@ mod tests {
             read(Layout::Goose, &["00012_a.sql"]),
             [(12, "00012".to_string())]
         );
+        // A baseline counts in every layout: its originals may be archived.
+        for layout in [Layout::Plain, Layout::Flyway, Layout::Goose] {
+            assert_eq!(
+                read(layout, &["B0040__squash.sql", "Bad_name.sql"]),
+                [(40, "0040".to_string())]
+            );
+        }
     }
 
     fn files(

@@ -299,10 +299,13 @@ impl Error {
             ),
             ErrorKind::SquashedAway { versions, baseline } => write!(
                 f,
-                "migration(s) {} are not applied to this database and their files are gone: the \
-                 baseline `{baseline}` stands for them, but only a new database is built from a \
-                 baseline, and this one goes on from its own history; nothing was changed. Put \
-                 their files back (from version control) and run again",
+                "migration(s) {} are neither applied to this database nor on disk: the baseline \
+                 `{baseline}` stands for them, and a baseline builds only a new database, from \
+                 nothing up to its version; nothing was changed. If their files were archived \
+                 after `squash`, put them back (from version control) to bring this database up \
+                 to the baseline. If this database was itself built from an earlier baseline, \
+                 put that baseline's file back instead: the migrations it stands for must not \
+                 run again",
                 crate::format::list_versions(versions)
             ),
             ErrorKind::Irreversible { version, name } => {

@@ -38,28 +38,42 @@ pub fn followed<'a>(
     };
     let mut migrations: Vec<&Migration> = match baseline {
         None => files.iter().collect(),
+        // A file it does not stand for (merged from a branch after the squash, with an older
+        // version) is the database's to apply, after it.
         Some(baseline) => std::iter::once(baseline)
-            .chain(files.iter().filter(|m| m.version > baseline.version))
+            .chain(files.iter().filter(|m| !stands_for(baseline, m.version)))
             .collect(),
     };
-    // In version order, whatever order the caller gave them in.
-    migrations.sort_by_key(|m| m.version);
+    // The baseline first, then in version order, whatever order the caller gave them in.
+    migrations.sort_by_key(|m| (!m.is_baseline(), m.version));
     Followed {
         migrations,
         baseline,
     }
 }
 
-/// The baseline a history was built from: the one whose version has a record with its
-/// checksum.
+/// Whether `baseline` stands for `version`: its own, or one of its list.
+fn stands_for(baseline: &Migration, version: i64) -> bool {
+    version == baseline.version || (baseline.squashes.iter().flatten()).any(|v| *v == version)
+}
+
+/// The baseline a history was built from: one whose version has a record with its checksum,
+/// or with no record of the other versions it stands for (the baseline was edited since:
+/// its record is then checked against it, and a changed checksum refused, rather than the
+/// history taken for one of the originals, which would run them again on top of it).
 fn built_from<'a>(
     baselines: &'a [Migration],
     applied: &[AppliedMigration],
 ) -> Option<&'a Migration> {
-    baselines
-        .iter()
-        .rev()
-        .find(|b| (applied.iter()).any(|a| a.version == b.version && a.checksum == b.checksum()))
+    baselines.iter().rev().find(|b| {
+        let Some(record) = applied.iter().find(|a| a.version == b.version) else {
+            return false;
+        };
+        let others = || (b.squashes.iter().flatten()).filter(|v| **v != b.version);
+        record.checksum == b.checksum()
+            || (others().next().is_some()
+                && others().all(|v| applied.iter().all(|a| a.version != *v)))
+    })
 }
 
 /// Every version some baseline stands for: a record of one needs no file.
@@ -154,10 +168,12 @@ mod tests {
             .collect()
     }
 
+    fn refusal(available: &[Migration], applied: &[AppliedMigration], command: Command) -> Error {
+        plan(available, applied, command, PlanOptions::default()).unwrap_err()
+    }
+
     fn code(available: &[Migration], applied: &[AppliedMigration], command: Command) -> Code {
-        plan(available, applied, command, PlanOptions::default())
-            .unwrap_err()
-            .code()
+        refusal(available, applied, command).code()
     }
 
     fn up(version: i64, name: &str) -> (Direction, i64, String) {
@@ -274,16 +290,12 @@ mod tests {
     fn a_database_inside_the_baseline_with_its_files_archived_is_refused() {
         let applied = [rec(&m(1)), rec(&m(2))];
         let available = files(&[1, 2, 3]);
-        let error = plan(
-            &available,
-            &applied,
-            Command::Migrate,
-            PlanOptions::default(),
-        )
-        .unwrap_err();
+        let error = refusal(&available, &applied, Command::Migrate);
         assert_eq!(error.code(), Code::MissingMigration);
         assert!(
-            error.to_string().contains("migration(s) 3 are not applied"),
+            error
+                .to_string()
+                .contains("migration(s) 3 are neither applied"),
             "{error}"
         );
         // With the files there, it goes on from its history: 3 is pending like any other.
@@ -292,6 +304,35 @@ mod tests {
             steps(&available, &applied, Command::Migrate),
             [up(3, "m3"), up(4, "m4"), up(5, "m5")]
         );
+    }
+
+    #[test]
+    fn a_file_the_baseline_does_not_stand_for_runs_after_it_though_older() {
+        // Merged from a branch after the squash: 2 is not in the baseline's list.
+        let mut available: Vec<Migration> = [1, 2, 3, 4].into_iter().map(m).collect();
+        available
+            .push(Migration::new(3, "squash", "CREATE TABLE t (id INT);").as_baseline(vec![1, 3]));
+        assert_eq!(
+            steps(&available, &[], Command::Migrate),
+            [up(3, "squash"), up(2, "m2"), up(4, "m4")]
+        );
+        let built = [rec(&available[4])];
+        assert_eq!(
+            steps(&available, &built, Command::Migrate),
+            [up(2, "m2"), up(4, "m4")]
+        );
+    }
+
+    #[test]
+    fn an_edited_baseline_is_refused_by_its_checksum_never_taken_for_the_originals() {
+        let applied = [rec(&b(3)), rec(&m(4))];
+        let mut available = files(&[]);
+        let edited =
+            Migration::new(3, "squash", "CREATE TABLE t1 (id BIGINT);").as_baseline(vec![1, 2, 3]);
+        *available.last_mut().unwrap() = edited;
+        let error = refusal(&available, &applied, Command::Migrate);
+        assert_eq!(error.code(), Code::ChecksumMismatch);
+        assert!(error.to_string().contains("squash"), "{error}");
     }
 
     #[test]

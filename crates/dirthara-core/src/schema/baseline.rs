@@ -199,6 +199,11 @@ fn sql_baseline(
         if dialect == BaselineDialect::Postgres && object.kind == "table" {
             text = partition_of(&text);
         }
+        // An index on a partitioned table: made `ON ONLY` the parent, the server lists it
+        // alone, its partitions' copies apart; made on the parent, it reaches every partition.
+        if dialect == BaselineDialect::Postgres && object.kind == "index" {
+            text = text.replacen(" ON ONLY ", " ON ", 1);
+        }
         if dialect == BaselineDialect::Postgres && object.kind == "sequence" {
             if let Some((sequence, owner)) = text.split_once(";\nALTER SEQUENCE ") {
                 owned_by.push(format!("ALTER SEQUENCE {owner}"));

@@ -105,7 +105,13 @@ fn assemble_repeatables(
     findings: &mut Findings,
 ) -> Vec<Migration> {
     let clash = |p: &Part| format!("two repeatable migrations are named `{}`", p.name);
-    let by_name = unique_by(parts, |p| p.name.clone(), findings, clash, "rename one of them");
+    let by_name = unique_by(
+        parts,
+        |p| p.name.clone(),
+        findings,
+        clash,
+        "rename one of them",
+    );
     (by_name.into_values())
         .filter_map(|part| build(0, part, None, downs, findings))
         .collect()

@@ -380,17 +380,20 @@ impl<'m> Session<'m> {
     ) -> Result<()> {
         let (versioned, _) = split_repeatables(available);
         let applied = self.history.read_history().await?.unwrap_or_default();
-        if let Some(baseline) = plan::followed(versioned, &applied, None).baseline {
-            if version <= baseline.version {
+        // What this database follows: a record at a baseline's version is the baseline's.
+        let followed = plan::followed(versioned, &applied, None);
+        if let Some(baseline) = followed.baseline {
+            let inside = (baseline.squashes.iter().flatten()).any(|v| *v == version);
+            if inside && version != baseline.version {
                 return Err(Error::config(format!(
                     "migration {version} is in the baseline `{}` this database was built from: \
-                     there is no record of its own to resolve",
-                    baseline.origin
+                     it has no record of its own to resolve (the baseline's is {})",
+                    baseline.origin, baseline.version
                 )));
             }
         }
-        let (available, _) = split_baselines(versioned);
-        let Some(record) = plan::plan_resolution(available, &applied, version, resolution)? else {
+        let available: Vec<Migration> = followed.migrations.into_iter().cloned().collect();
+        let Some(record) = plan::plan_resolution(&available, &applied, version, resolution)? else {
             return Ok(()); // Nothing to accept: the file matches what was applied.
         };
         self.write_records(std::slice::from_ref(&record)).await?;

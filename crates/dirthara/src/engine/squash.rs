@@ -64,6 +64,19 @@ impl Migrator {
             if !pending.is_empty() {
                 return Err(not_at(version, &pending));
             }
+            // The baseline is the history connection's schema: a migration on another
+            // connection would never run on a new database.
+            let history = session.migrator.config.history_connection.as_str();
+            let elsewhere = (versioned.iter())
+                .find(|m| m.version <= version && !m.is_baseline() && m.connection != history);
+            if let Some(migration) = elsewhere {
+                return Err(Error::config(format!(
+                    "migration {} ({}) runs on connection `{}`, but a baseline holds only the \
+                     schema of the history connection `{history}`; squash to a version before \
+                     it",
+                    migration.version, migration.name, migration.connection
+                )));
+            }
             if let Some(existing) =
                 (versioned.iter()).find(|m| m.is_baseline() && m.version == version)
             {

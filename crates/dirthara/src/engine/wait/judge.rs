@@ -34,11 +34,15 @@ pub(super) fn judge(
     strict: bool,
 ) -> Result<Look> {
     // A version a baseline stands for is known, though its file may be archived; and a
-    // database built from a baseline has every migration up to it.
+    // database built from a baseline has every migration it stands for.
     let squashed = crate::plan::squashed_versions(available);
-    let built_to = (crate::plan::followed(available, records, None).baseline)
-        .filter(|_| !records.is_empty())
-        .map_or(i64::MIN, |b| b.version);
+    // Once its record says applied: while it runs (or after it failed) nothing is there yet.
+    let built_from = (crate::plan::followed(available, records, None).baseline)
+        .filter(|b| {
+            (records.iter()).any(|r| r.version == b.version && r.state == RecordState::Applied)
+        })
+        .and_then(|b| b.squashes.as_deref())
+        .unwrap_or_default();
     let mut newer: Vec<&AppliedMigration> = (records.iter())
         .filter(|r| {
             !squashed.contains(&r.version) && !available.iter().any(|m| m.version == r.version)
@@ -53,7 +57,7 @@ pub(super) fn judge(
     }
     let applied = (wanted.iter())
         .filter(|m| {
-            m.version <= built_to
+            built_from.contains(&m.version)
                 || (records.iter())
                     .any(|r| r.version == m.version && r.state == RecordState::Applied)
         })
@@ -136,6 +140,15 @@ mod tests {
             assert!(matches!(
                 judge(available, &all, &built[..1], false),
                 Ok(Look::NotYet { .. })
+            ));
+            // The baseline still running: not ready, whatever it stands for.
+            let mut running = built.clone();
+            running[0].state = RecordState::Running;
+            running.pop();
+            let first: Vec<&Migration> = available.iter().filter(|m| m.version <= 2).collect();
+            assert!(!matches!(
+                judge(available, &first, &running, false),
+                Ok(Look::Ready { .. })
             ));
         }
     }
