@@ -205,8 +205,7 @@ pub fn plan<'a>(
                     || followed.baseline.is_some_and(|b| target <= b.version);
                 if !reachable {
                     // A version only a baseline knows, on a database not built from it.
-                    let baseline = (available.iter().rev())
-                        .find(|m| m.squashes.as_ref().is_some_and(|s| s.contains(&target)));
+                    let baseline = (available.iter().rev()).find(|m| m.stands_for(target));
                     return Err(Error::new(ErrorKind::SquashedAway {
                         versions: vec![target],
                         baseline: baseline.map(|b| b.origin.clone()).unwrap_or_default(),

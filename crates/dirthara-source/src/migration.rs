@@ -134,6 +134,13 @@ impl Migration {
     pub fn is_baseline(&self) -> bool {
         self.squashes.is_some()
     }
+
+    /// Whether this baseline stands for `version`: its own, or one of its list. Never true
+    /// of a migration that is not a baseline.
+    pub fn stands_for(&self, version: i64) -> bool {
+        (self.squashes.as_deref())
+            .is_some_and(|list| version == self.version || list.contains(&version))
+    }
 }
 
 /// The versioned migrations of a loaded list (baselines included, after them), and its

@@ -41,7 +41,7 @@ pub fn followed<'a>(
         // A file it does not stand for (merged from a branch after the squash, with an older
         // version) is the database's to apply, after it.
         Some(baseline) => std::iter::once(baseline)
-            .chain(files.iter().filter(|m| !stands_for(baseline, m.version)))
+            .chain(files.iter().filter(|m| !baseline.stands_for(m.version)))
             .collect(),
     };
     // The baseline first, then in version order, whatever order the caller gave them in.
@@ -50,11 +50,6 @@ pub fn followed<'a>(
         migrations,
         baseline,
     }
-}
-
-/// Whether `baseline` stands for `version`: its own, or one of its list.
-fn stands_for(baseline: &Migration, version: i64) -> bool {
-    version == baseline.version || (baseline.squashes.iter().flatten()).any(|v| *v == version)
 }
 
 /// The baseline a history was built from: one whose version has a record with its checksum,

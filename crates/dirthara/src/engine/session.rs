@@ -383,8 +383,7 @@ impl<'m> Session<'m> {
         // What this database follows: a record at a baseline's version is the baseline's.
         let followed = plan::followed(versioned, &applied, None);
         if let Some(baseline) = followed.baseline {
-            let inside = (baseline.squashes.iter().flatten()).any(|v| *v == version);
-            if inside && version != baseline.version {
+            if baseline.stands_for(version) && version != baseline.version {
                 return Err(Error::config(format!(
                     "migration {version} is in the baseline `{}` this database was built from: \
                      it has no record of its own to resolve (the baseline's is {})",
@@ -491,10 +490,9 @@ impl<'m> Session<'m> {
 /// from the baseline while the files are still on disk is found up to date by its records).
 fn up_to_date(available: &[Migration]) -> Vec<&Migration> {
     let (files, _) = split_baselines(available);
-    match plan::followed(available, &[], None).baseline {
-        Some(baseline) if !files.iter().any(|m| m.version <= baseline.version) => {
-            plan::followed(available, &[], None).migrations
-        }
+    let new = plan::followed(available, &[], None);
+    match new.baseline {
+        Some(baseline) if !files.iter().any(|m| m.version <= baseline.version) => new.migrations,
         _ => files.iter().collect(),
     }
 }
