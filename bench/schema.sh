@@ -8,9 +8,12 @@
 #      times: target 1.0x or less;
 #   b. `dirthara drift` over TENANTS tenant schemas (default 1,000), each with 3 tables, an
 #      index and a view, migrated as one fleet first: target 10 s;
-#   c. with OLD_BIN set (a build from before snapshots), what the snapshot adds to a `migrate`
-#      that applies one migration on a 100-table schema: OLD_BIN and BIN alternated ROUNDS
-#      times on fresh databases: target 10 % or less.
+#   c. what the snapshot adds to a `migrate` that applies one migration on a 100-table
+#      schema: BIN with `--schema-snapshot off` and on, alternated ROUNDS times on fresh
+#      databases, for a database's first migrate and for the next one (OLD_BIN: also a build
+#      from before snapshots): target 10 % or less.
+#
+# PARTS (default abc) picks the parts to run: PARTS=c bash bench/schema.sh.
 #
 # BIN defaults to target/debug/dirthara, ROUNDS to 9. Databases are created under unique names
 # and dropped at the end (DIRTHARA_TEST_POSTGRES_URL, default
@@ -27,6 +30,8 @@ prefix="dirthara_schema_$$"
 source bench/pg_scratch.sh
 
 # --- a. dump against pg_dump -------------------------------------------------------------
+parts=${PARTS:-abc}
+if [[ $parts == *a* ]]; then
 db="${prefix}_dump"
 url=$(create_db "$db")
 mkdir "$dir/none"
@@ -51,7 +56,10 @@ o=$(echo "${ours[*]}" | median)
 t=$(echo "${theirs[*]}" | median)
 echo "a. dump of 1,000 tables: dirthara ${o} ms, pg_dump --schema-only ${t} ms: $(ratio "$o" "$t")x"
 
+fi
+
 # --- b. drift over a fleet ------------------------------------------------------------------
+if [[ $parts == *b* ]]; then
 db="${prefix}_fleet"
 url=$(create_db "$db")
 mkdir "$dir/fleet"
@@ -70,22 +78,43 @@ drifted=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$code" = 1 ] && grep -q "1 drifted" "$dir/drift.out" || { cat "$dir/drift.out"; exit 1; }
 echo "b. drift over $tenants tenant schemas (one drifted): ${drifted} ms (their migrate, with a snapshot each: ${migrated} ms)"
 
+fi
+
 # --- c. what the snapshot adds to a migrate -------------------------------------------------
-if [ -n "${OLD_BIN:-}" ]; then
-  mkdir "$dir/one"
-  python3 -c "print(''.join(f'CREATE TABLE t{i} (id INT PRIMARY KEY, name TEXT);' for i in range(1, 101)))" > "$dir/base.sql"
-  echo "CREATE TABLE added (id INT)" > "$dir/one/1_added.up.sql"
-  declare -A took
-  for round in $(seq 1 "$rounds"); do
-    for which in old new; do
-      b=$bin; [ "$which" = old ] && b=$OLD_BIN
-      url=$(create_db "${prefix}_c_${which}_$round")
-      psql "$url" -q -f "$dir/base.sql"
-      took[$which]+="$(ms "$b" -d "$url" --dir "$dir/one" -q migrate) "
-      psql "$admin" -qc "DROP DATABASE ${prefix}_c_${which}_$round WITH (FORCE)"
-    done
+if [[ $parts == *c* ]]; then
+# The same binary with `--schema-snapshot off` (no catalog read at the end) and with snapshots
+# on, alternated on fresh copies of a 100-table schema: (1) the first migrate of a database,
+# which also creates the history; (2) the next one, on a database whose history and snapshot
+# an earlier migrate made. With OLD_BIN set (a build from before snapshots), a third column
+# runs it for (1).
+mkdir "$dir/one" "$dir/two"
+python3 -c "print(''.join(f'CREATE TABLE t{i} (id INT PRIMARY KEY, name TEXT);' for i in range(1, 101)))" > "$dir/base.sql"
+echo "CREATE TABLE added (id INT)" > "$dir/one/1_added.up.sql"
+cp "$dir/one/1_added.up.sql" "$dir/two/"
+echo "CREATE TABLE added_next (id INT)" > "$dir/two/2_added_next.up.sql"
+declare -A took
+arms=(off on)
+[ -n "${OLD_BIN:-}" ] && arms+=(old)
+for round in $(seq 1 "$rounds"); do
+  for arm in "${arms[@]}"; do
+    b=$bin flag=(--schema-snapshot "$arm")
+    [ "$arm" = old ] && b=$OLD_BIN flag=()
+    url=$(create_db "${prefix}_c_${arm}_$round")
+    psql "$url" -q -f "$dir/base.sql"
+    took[first_$arm]+="$(ms "$b" -d "$url" --dir "$dir/one" "${flag[@]}" -q migrate) "
+    if [ "$arm" != old ]; then
+      took[next_$arm]+="$(ms "$b" -d "$url" --dir "$dir/two" "${flag[@]}" -q migrate) "
+    fi
+    psql "$admin" -qc "DROP DATABASE ${prefix}_c_${arm}_$round WITH (FORCE)"
   done
-  old=$(echo "${took[old]}" | median)
-  new=$(echo "${took[new]}" | median)
-  echo "c. migrate applying one migration on 100 tables: before snapshots ${old} ms, with ${new} ms: $(ratio "$new" "$old")x"
+done
+for case in first next; do
+  off=$(echo "${took[${case}_off]}" | median)
+  on=$(echo "${took[${case}_on]}" | median)
+  echo "c. the $case migrate of a 100-table database, applying one migration: snapshots off ${off} ms, on ${on} ms: $(ratio "$on" "$off")x"
+done
+if [ -n "${OLD_BIN:-}" ]; then
+  old=$(echo "${took[first_old]}" | median)
+  echo "   a build from before snapshots, the first migrate: ${old} ms"
+fi
 fi

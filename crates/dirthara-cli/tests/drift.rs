@@ -3,7 +3,8 @@
 //! makes `drift` clean after `migrate`, `down`, `refresh`, `baseline` and `resolve`; a column
 //! added, an index dropped and a view changed by hand are each named; `--accept` takes the
 //! schema as it is; `--against FILE` compares with a dump; a history without a snapshot says
-//! so. Over 12 PostgreSQL tenant schemas, only the drifted ones are named.
+//! so; `schema_snapshot = off` takes none and removes the one kept, still writing the
+//! `dump_schema` file. Over 12 PostgreSQL tenant schemas, only the drifted ones are named.
 
 mod support;
 
@@ -19,18 +20,22 @@ crate::scenario_tests! {
     postgres => Database::Server(Server::Postgres) => [
         drift_is_clean_after_every_command_and_names_each_change_made_by_hand,
         a_baseline_leaves_a_snapshot_of_the_schema_it_adopts,
+        with_schema_snapshot_off_none_is_taken_and_a_stale_one_is_removed,
     ],
     mariadb => Database::Server(Server::Mysql) => [
         drift_is_clean_after_every_command_and_names_each_change_made_by_hand,
         a_baseline_leaves_a_snapshot_of_the_schema_it_adopts,
+        with_schema_snapshot_off_none_is_taken_and_a_stale_one_is_removed,
     ],
     sqlite => Database::Sqlite => [
         drift_is_clean_after_every_command_and_names_each_change_made_by_hand,
         a_baseline_leaves_a_snapshot_of_the_schema_it_adopts,
+        with_schema_snapshot_off_none_is_taken_and_a_stale_one_is_removed,
     ],
     mongodb => Database::Server(Server::Mongo) => [
         drift_is_clean_after_every_command_and_names_each_change_made_by_hand,
         a_baseline_leaves_a_snapshot_of_the_schema_it_adopts,
+        with_schema_snapshot_off_none_is_taken_and_a_stale_one_is_removed,
     ],
 }
 
@@ -316,6 +321,46 @@ async fn a_baseline_leaves_a_snapshot_of_the_schema_it_adopts(database: Database
     assert_clean(&place, dir.path(), "baseline");
     ok(&place.run_cli(dir.path(), &["migrate"]));
     assert_clean(&place, dir.path(), "the migrate after the baseline");
+}
+
+/// `--schema-snapshot off`: a command that changes the schema takes no snapshot and removes
+/// the one an earlier command kept, which no longer describes the schema, so `drift` says it
+/// has none instead of reporting the command's own changes as drift; `dump_schema` is still
+/// written, and `drift --against` it is clean.
+async fn with_schema_snapshot_off_none_is_taken_and_a_stale_one_is_removed(database: Database) {
+    let Some(place) = Place::new(database).await else {
+        return;
+    };
+    let dir = scratch_dir();
+    write_migrations(dir.path(), is_mongo(&place));
+    ok(&place.run_cli(dir.path(), &["to", "1"]));
+    assert_clean(&place, dir.path(), "to 1");
+
+    let elsewhere = scratch_dir();
+    let file = elsewhere.path().join("schema.sql");
+    let file_arg = file.to_str().unwrap();
+    let off = ["--schema-snapshot", "off", "--dump-schema", file_arg];
+    ok(&place.run_cli(dir.path(), &[&off[..], &["migrate"]].concat()));
+    let out = place.run_cli(dir.path(), &["drift"]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("Error [SCHEMA_SNAPSHOT_MISSING]")
+            && stderr.contains("`schema_snapshot = off` removed it"),
+        "{stdout}\n{stderr}"
+    );
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(written.contains("named_items"), "{written}");
+    ok(&place.run_cli(dir.path(), &["drift", "--against", file_arg]));
+
+    // Taken again when asked for; a command with snapshots on keeps it up to date.
+    ok(&place.run_cli(dir.path(), &["drift", "--accept"]));
+    ok(&place.run_cli(dir.path(), &["down"]));
+    assert_clean(&place, dir.path(), "down with snapshots on");
+    ok(&place.run_cli(dir.path(), &["--schema-snapshot", "off", "migrate"]));
+    let out = place.run_cli(dir.path(), &["drift"]);
+    let (_, stderr) = text(&out);
+    assert!(stderr.contains("SCHEMA_SNAPSHOT_MISSING"), "{stderr}");
 }
 
 /// Over 12 tenant schemas migrated as one fleet, two changed by hand: `drift` names those two

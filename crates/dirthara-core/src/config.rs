@@ -32,8 +32,8 @@ pub use value::{is_plain_identifier, validate_table_name};
 pub use value::{
     parse_duration, LockWait, Locking, Origin, Setting, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE,
     CONNECT_TIMEOUT, DUMP_SCHEMA, HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING,
-    LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, STRICT, TABLE_LOCK_RETRY_FOR,
-    TABLE_LOCK_TIMEOUT, WAIT_TIMEOUT,
+    LOCK_TTL, LOCK_WAIT, MAX_LOCK_TTL, MAX_WAIT, MIN_LOCK_TTL, SCHEMA_SNAPSHOT, STRICT,
+    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT, WAIT_TIMEOUT,
 };
 
 use crate::error::{Error, Result};
@@ -102,6 +102,9 @@ pub struct Config {
     /// Where to write the schema, as `dump` prints it, after every command that changed it
     /// (`dump_schema`); `None`: nowhere.
     pub dump_schema: Option<PathBuf>,
+    /// Whether the commands that change the schema keep the snapshot `drift` compares with
+    /// (`schema_snapshot`); `false` also removes the one kept, which would be stale.
+    pub schema_snapshot: bool,
 }
 
 impl Default for Config {
@@ -126,6 +129,7 @@ impl Default for Config {
             lint_disabled: Default::default(),
             placeholders: BTreeMap::new(),
             dump_schema: None,
+            schema_snapshot: true,
         }
     }
 }

@@ -251,6 +251,13 @@ pub(crate) trait Backend: LockHost + Send {
         Ok(None)
     }
 
+    /// Removes the schema snapshot, if one is kept (`schema_snapshot = off`: a command that
+    /// changed the schema without taking one leaves none that is stale). Creates nothing.
+    /// Called under the lock.
+    async fn forget_snapshot(&mut self) -> Result<()> {
+        Ok(())
+    }
+
     /// Replaces the schema snapshot, creating its table (collection) first when it is
     /// missing. Called under the lock.
     async fn write_snapshot(&mut self, _snapshot: &crate::schema::StoredSnapshot) -> Result<()> {

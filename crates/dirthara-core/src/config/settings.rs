@@ -10,8 +10,8 @@
 
 use super::value::{
     Locking, Origin, ALLOW_BLOCKING, BLOCKING_TABLE_SIZE, CONNECT_TIMEOUT, DUMP_SCHEMA,
-    HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT, STRICT,
-    TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
+    HISTORY_CONNECTION, HISTORY_TABLE, LINT_DISABLE, LOCKING, LOCK_TTL, LOCK_WAIT, SCHEMA_SNAPSHOT,
+    STRICT, TABLE_LOCK_RETRY_FOR, TABLE_LOCK_TIMEOUT,
 };
 use super::Config;
 use crate::error::{Error, Result};
@@ -187,6 +187,14 @@ pub const SETTINGS: &[SettingRow] = &[
               changed it, under the same lock (only when its content changed); over a fleet, \
               {target} in it is each target's name, else it is the first target's",
         sets: dump_schema
+    ),
+    row!(
+        SCHEMA_SNAPSHOT, env: "DIRTHARA_SCHEMA_SNAPSHOT", flag: "schema-snapshot", value: "on|off",
+        default: "on", form: Text,
+        doc: "Keep the schema snapshot `drift` compares with at the end of every command that \
+              changed the schema; off skips its catalog read and removes the one kept, so that \
+              `drift` never compares with a schema older than the history (use `drift --against`)",
+        sets: schema_snapshot
     ),
     row!(
         STRICT, env: "DIRTHARA_STRICT", flag: "strict", value: "",

@@ -318,6 +318,20 @@ pub const DUMP_SCHEMA: Setting<Option<std::path::PathBuf>> = Setting {
     check: any_value,
 };
 
+/// `schema_snapshot`: whether the commands that change the schema keep the snapshot `drift`
+/// compares with: `on` (`true`, `yes`, `1`) or `off` (`false`, `no`, `0`), in any case; in
+/// `dirthara.toml` also the booleans.
+pub const SCHEMA_SNAPSHOT: Setting<bool> = Setting {
+    key: "schema_snapshot",
+    expected: "on or off",
+    syntax: |text| match text.trim().to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => Some(true),
+        "off" | "false" | "no" | "0" => Some(false),
+        _ => None,
+    },
+    check: any_value,
+};
+
 /// `strict` written as text (`DIRTHARA_STRICT`): `1`, `true`, `yes`, `on` or `0`, `false`,
 /// `no`, `off`, empty, in any case. The file has TOML's own booleans and the command line a
 /// switch, so neither needs text.

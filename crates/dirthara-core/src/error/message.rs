@@ -444,8 +444,9 @@ impl Error {
                 f,
                 "the history of `{connection}` has no schema snapshot to compare with: one is \
                  taken at the end of every command that changes the schema, and this history \
-                 has none (it was written before snapshots, or the last one could not be \
-                 written). Check the schema (`dirthara dump`), then take it as the reference: \
+                 has none (it was written before snapshots, the last one could not be \
+                 written, or a command run with `schema_snapshot = off` removed it). Check the \
+                 schema (`dirthara dump`), then take it as the reference: \
                  `dirthara drift --accept`"
             ),
             _ => unreachable!("fmt_plan_or_input is given its own kinds only"),

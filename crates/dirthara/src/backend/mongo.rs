@@ -314,6 +314,10 @@ impl Backend for MongoBackend {
         self.write_stored_snapshot(snapshot).await
     }
 
+    async fn forget_snapshot(&mut self) -> Result<()> {
+        self.forget_stored_snapshot().await
+    }
+
     async fn list_namespaces(&mut self, what: Namespaces) -> Result<Vec<String>> {
         if what == Namespaces::Schemas {
             return Err(Error::config(

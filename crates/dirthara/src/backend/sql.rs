@@ -329,6 +329,10 @@ impl<D: SqlDriver> Backend for SqlBackend<D> {
         self.write_stored_snapshot(snapshot).await
     }
 
+    async fn forget_snapshot(&mut self) -> Result<()> {
+        self.forget_stored_snapshot().await
+    }
+
     async fn query_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
         let dialect = self.driver.dialect();
         let query = targets_query::one_query(sql, dialect).map_err(Error::config)?;

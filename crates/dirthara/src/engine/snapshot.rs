@@ -5,7 +5,7 @@
 //! takes none, so what a failed step left is never taken as the reference. The same dump goes
 //! to the `dump_schema` file, when one is set.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::dump::read_dump;
@@ -14,7 +14,7 @@ use crate::backend::Backend;
 use crate::error::Result;
 use crate::events::{EventKind, Warning};
 use crate::format::format_timestamp;
-use crate::schema::SchemaSnapshot;
+use crate::schema::{SchemaDump, SchemaSnapshot};
 use crate::Code;
 
 /// The schema of `history`'s database now, as a snapshot would keep it.
@@ -46,6 +46,9 @@ impl Session<'_> {
         }
         let connection = self.migrator.config.history_connection.clone();
         let file = self.migrator.config.dump_schema.clone();
+        if !self.migrator.config.schema_snapshot {
+            return self.forget_snapshot(&connection, file).await;
+        }
         let snapshot = match snapshot_now(self.history.as_mut(), &connection).await {
             Ok(snapshot) => snapshot,
             Err(error) => return self.warn(Code::HistoryError, not_taken(&error, file.as_deref())),
@@ -60,21 +63,48 @@ impl Session<'_> {
             self.warn(Code::HistoryError, not_taken(&error, None));
         }
         if let Some(path) = file {
-            if let Err(error) = write_if_changed(&path, &snapshot.dump.render()) {
-                let message = format!(
-                    "the schema was not written to {} (dump_schema): {error}. What ran is \
-                     recorded; write it with `dirthara dump > {}`",
-                    path.display(),
-                    path.display()
-                );
-                self.warn(Code::ConfigError, message);
-            }
+            self.write_dump_file(&path, &snapshot.dump);
+        }
+    }
+
+    /// `schema_snapshot = off`: no catalog read for a snapshot, and the one kept removed, so
+    /// that `drift` says it has none rather than comparing with a schema older than the
+    /// history. The `dump_schema` file is still written, since it was asked for.
+    async fn forget_snapshot(&mut self, connection: &str, file: Option<PathBuf>) {
+        if let Err(error) = self.history.forget_snapshot().await {
+            let message = format!(
+                "the schema snapshot `drift` compares with, now older than the history, was \
+                 not removed (schema_snapshot = off): {error}. `drift` will report this \
+                 command's changes; compare with `dirthara drift --against FILE` instead"
+            );
+            self.warn(Code::HistoryError, message);
+        }
+        let Some(path) = file else { return };
+        match read_dump(self.history.as_mut(), connection).await {
+            Ok(dump) => self.write_dump_file(&path, &dump),
+            Err(error) => self.warn(Code::ConfigError, dump_file_not_written(&path, &error)),
+        }
+    }
+
+    fn write_dump_file(&self, path: &Path, dump: &SchemaDump) {
+        if let Err(error) = write_if_changed(path, &dump.render()) {
+            self.warn(Code::ConfigError, dump_file_not_written(path, &error));
         }
     }
 
     fn warn(&self, code: Code, message: String) {
         (self.migrator.events).emit(EventKind::Warning(Warning::new(code, message)));
     }
+}
+
+/// The warning for the `dump_schema` file not written.
+fn dump_file_not_written(path: &Path, error: &dyn std::fmt::Display) -> String {
+    format!(
+        "the schema was not written to {} (dump_schema): {error}. What ran is recorded; write \
+         it with `dirthara dump > {}`",
+        path.display(),
+        path.display()
+    )
 }
 
 /// The warning for a snapshot not written (and, when `file` is given, the `dump_schema` file

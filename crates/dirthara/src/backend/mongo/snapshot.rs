@@ -45,4 +45,9 @@ impl MongoBackend {
             .await;
         written.map(drop).map_err(|e| self.error(e))
     }
+
+    pub(super) async fn forget_stored_snapshot(&mut self) -> Result<()> {
+        let deleted = self.snapshots().delete_one(doc! { "_id": ID }).await;
+        deleted.map(drop).map_err(|e| self.error(e))
+    }
 }

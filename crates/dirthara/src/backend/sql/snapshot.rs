@@ -85,4 +85,18 @@ impl<D: SqlDriver> SqlBackend<D> {
         let written = self.driver.execute(&sql).await;
         written.map_err(|e| self.history_error(e))
     }
+
+    pub(super) async fn forget_stored_snapshot(&mut self) -> Result<()> {
+        let dialect = self.driver.dialect();
+        let exists =
+            side_table_exists_sql(dialect, &self.names, &snapshot_table(&self.names.table));
+        let found = self.driver.fetch_text(&exists).await;
+        if found.map_err(|e| self.history_error(e))?.is_empty() {
+            return Ok(());
+        }
+        let deleted = (self.driver)
+            .execute(&format!("DELETE FROM {}", table(dialect, &self.names)))
+            .await;
+        deleted.map_err(|e| self.history_error(e))
+    }
 }
